@@ -1,0 +1,69 @@
+"""Shared test helpers: conservation, record projections for round trips, home fingerprints."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from trajconv.snapshot.diagnostics import REGISTRY, unit_count
+from trajconv.snapshot.models import Snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+
+
+def conservation(snapshot: Snapshot, units_seen: int) -> None:
+    """Assert units seen = units in records + units counted by diagnostics."""
+    in_records = sum(r.evidence.units for r in snapshot.records)
+    in_diags = unit_count(snapshot.diagnostics)
+    assert in_records + in_diags == units_seen, (
+        f"conservation: {in_records} in records + {in_diags} in diagnostics "
+        f"!= {units_seen} seen; diagnostics: "
+        f"{[(d.code, d.count) for d in snapshot.diagnostics if REGISTRY[d.code].units]}"
+    )
+
+
+def projection(snapshot: Snapshot, kinds: tuple[str, ...] | None = None) -> list[tuple[Any, ...]]:
+    """What a round trip must keep: kind and content of each record, no ids or places."""
+    out: list[tuple[Any, ...]] = []
+    for r in snapshot.records:
+        if kinds is not None and r.kind not in kinds:
+            continue
+        if r.kind == "tool-call":
+            out.append((r.kind, r.call.id, r.call.name, r.call.arguments))
+        elif r.kind == "tool-result":
+            res = r.result
+            out.append((r.kind, res.call_id, res.ok, res.output, res.exit_code))
+        else:
+            out.append((r.kind, r.text))  # type: ignore[union-attr]
+    return out
+
+
+def fingerprint(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Every file under ``root``: sha256, mode and mtime (ns), to prove nothing changed."""
+    found: dict[str, tuple[str, int, int]] = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "link"
+            found[str(path.relative_to(root))] = (digest, st.st_mode, st.st_mtime_ns)
+    return found
+
+
+def export_tree(out: Path) -> dict[str, str]:
+    """An export folder as {relative path: text}, for syrupy snapshots."""
+    tree: dict[str, str] = {}
+    for path in sorted(out.rglob("*")):
+        if path.is_file():
+            rel = path.relative_to(out).as_posix()
+            if rel == "prepare.py":
+                tree[rel] = f"<{len(path.read_bytes())} bytes>"
+                continue
+            try:
+                tree[rel] = path.read_text("utf-8")
+            except UnicodeDecodeError:
+                tree[rel] = f"<binary {hashlib.sha256(path.read_bytes()).hexdigest()}>"
+    return tree

@@ -1,0 +1,57 @@
+"""The public Python API; the CLI is a thin layer over these functions.
+
+>>> snap = trajconv.read("grok", path)                 # doctest: +SKIP
+>>> export = trajconv.write(snap, "fx", out_dir)       # doctest: +SKIP
+>>> snap, export = trajconv.convert("grok", "fx", path, out_dir)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs import export as export_mod
+from trajconv.codecs import registry
+from trajconv.codecs.base import Codec, Export, Limits, SessionRef
+from trajconv.errors import UsageError
+from trajconv.snapshot.models import Snapshot
+
+
+def codec(name: str) -> Codec:
+    return registry.get(name)
+
+
+def read(
+    harness: str, path: str | Path, *, session: str | None = None, limits: Limits | None = None
+) -> Snapshot:
+    """Read one native session into a Snapshot (diagnostics inside it)."""
+    c = registry.get(harness)
+    if not c.can_read:
+        raise UsageError(f"the {c.name} codec cannot read")
+    return c.read(Path(path), session=session, limits=limits or Limits.from_env())
+
+
+def write(
+    snapshot: Snapshot, harness: str, out_dir: str | Path, *, allow_lossy: bool = False,
+    **options: Any,
+) -> Export:
+    """Write ``snapshot`` as an export for ``harness`` into ``out_dir`` (atomic)."""
+    c = registry.get(harness)
+    if not c.can_write:
+        raise UsageError(f"the {c.name} codec cannot write")
+    plan = c.plan(snapshot, allow_lossy=allow_lossy, **options)
+    return export_mod.emit(plan, Path(out_dir))
+
+
+def convert(
+    source: str, target: str, path: str | Path, out_dir: str | Path, *,
+    session: str | None = None, allow_lossy: bool = False, limits: Limits | None = None,
+    **options: Any,
+) -> tuple[Snapshot, Export]:
+    snap = read(source, path, session=session, limits=limits)
+    return snap, write(snap, target, out_dir, allow_lossy=allow_lossy, **options)
+
+
+def discover(harness: str, home: str | Path | None = None) -> list[SessionRef]:
+    c = registry.get(harness)
+    return c.discover(Path(home) if home is not None else c.default_home())

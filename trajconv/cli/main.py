@@ -1,0 +1,371 @@
+"""The ``trajconv`` command line: a thin click layer over :mod:`trajconv.api`.
+
+Exit codes come from :mod:`trajconv.errors` (0 ok, 1 bad input, 2 usage, 3 refused).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from trajconv.errors import EXIT_CODES, EXIT_USAGE, TrajconvError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def limit_options(func: F) -> F:
+    """Reader limits as options; each also reads TRAJCONV_<NAME> from the environment."""
+    for name, help_text in (
+        ("max_session_bytes", "largest native session to read, in bytes"),
+        ("max_line_bytes", "largest single line/event/row/blob, in bytes"),
+        ("max_records", "most records in one Snapshot"),
+    ):
+        func = click.option(
+            f"--{name.replace('_', '-')}", name, type=int, default=None, help=help_text
+        )(func)
+    return func
+
+
+def _limits(kwargs: dict[str, Any]) -> Any:
+    from trajconv.codecs.base import Limits
+
+    return Limits.from_env(
+        **{k: kwargs.pop(k, None) for k in ("max_session_bytes", "max_line_bytes", "max_records")}
+    )
+
+
+def write_options(func: F) -> F:
+    func = click.option(
+        "--allow-lossy",
+        is_flag=True,
+        help="write even when the target cannot continue the session "
+        "truthfully; what is left out is reported",
+    )(func)
+    func = click.option(
+        "--cwd",
+        default=None,
+        help="working directory for targets that need one, when the source has none",
+    )(func)
+    func = click.option(
+        "--fx-schema",
+        type=click.Choice(["1", "4"]),
+        default=None,
+        help="fx target layout: 1 (legacy, default) or 4 (current)",
+    )(func)
+    return func
+
+
+def _write_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
+    opts = {"cwd": kwargs.pop("cwd"), "fx_schema": kwargs.pop("fx_schema")}
+    return {k: (int(v) if k == "fx_schema" else v) for k, v in opts.items() if v is not None}
+
+
+def _diag_lines(diagnostics: Any) -> list[str]:
+    return [f"  {d.severity:<7} {d.code} x{d.count}" for d in diagnostics]
+
+
+def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
+    if as_json:
+        _emit_json(
+            {
+                "snapshot_id": export.snapshot_id,
+                "out": str(export.out_dir),
+                "manifest": export.manifest,
+                "reader_diagnostics": [d.model_dump() for d in snapshot.diagnostics]
+                if snapshot is not None
+                else [],
+            }
+        )
+        return
+    out = export.out_dir.resolve()
+    resume = " ".join(shlex.quote(a) for a in export.resume_argv)
+    click.echo(f"wrote {export.target} session {export.session_id} to {out}")
+    click.echo(f"  snapshot:  {export.snapshot_id}")
+    click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
+    click.echo(f"  resume:    {resume}")
+    click.echo(f"  try first: HOME={shlex.quote(str(out / 'home'))} {resume}")
+    for note in export.manifest.get("notes", []):
+        click.echo(f"  note:      {note}")
+    lines = (_diag_lines(snapshot.diagnostics) if snapshot is not None else []) + _diag_lines(
+        export.diagnostics
+    )
+    if lines:
+        click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):")
+        for line in lines:
+            click.echo(line)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="trajconv")
+def cli() -> None:
+    """Move a saved AI coding-agent session from one harness to another.
+
+    Read a native session into a hashed Snapshot, write it as native files for
+    another harness plus a prepare script, and resume it there.
+
+    \b
+    Exit codes: 0 ok, 1 bad input, 2 usage error, 3 refused (not portable / would overwrite).
+    """
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def codecs(as_json: bool) -> None:
+    """List the registered codecs (harnesses) and what each can do."""
+    from trajconv.codecs import registry
+
+    rows: list[dict[str, Any]] = [
+        {
+            "name": c.name,
+            "aliases": list(c.aliases),
+            "read": c.can_read,
+            "write": c.can_write,
+            "discover": c.can_discover,
+            "description": c.description,
+        }
+        for c in registry.all_codecs()
+    ]
+    if as_json:
+        _emit_json(rows)
+        return
+    for r in rows:
+        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
+        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
+        click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
+
+
+@cli.command()
+@click.option("--from", "source", required=True, help="harness the session comes from")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Snapshot file (default: stdout)"
+)
+@click.option("--session", default=None, help="session id inside a home or store holding several")
+@limit_options
+def read(source: str, path: Path, output: Path | None, session: str | None, **kw: Any) -> None:
+    """Read a native session into a Snapshot."""
+    import trajconv
+    from trajconv.snapshot import io
+
+    snap = trajconv.read(source, path, session=session, limits=_limits(kw))
+    if output is None:
+        sys.stdout.buffer.write(io.dumps(snap))
+    else:
+        io.dump(snap, output)
+        click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
+
+
+@cli.command()
+@click.option("--to", "target", required=True, help="harness to write for")
+@click.argument("snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="export folder")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@write_options
+def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
+    """Write a Snapshot as an export for another harness (native files + prepare.py)."""
+    import trajconv
+    from trajconv.snapshot import io
+
+    snap = io.load(snapshot)
+    export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
+    _report_export(export, as_json)
+
+
+@cli.command()
+@click.option("--from", "source", required=True, help="harness the session comes from")
+@click.option("--to", "target", required=True, help="harness to write for")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="export folder")
+@click.option("--session", default=None, help="session id inside a home or store holding several")
+@click.option(
+    "--snapshot",
+    "snapshot_out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="also keep the Snapshot in this file",
+)
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@write_options
+@limit_options
+def convert(
+    source: str,
+    target: str,
+    path: Path,
+    out: Path,
+    session: str | None,
+    snapshot_out: Path | None,
+    as_json: bool,
+    **kw: Any,
+) -> None:
+    """Read a native session and write it for another harness (read, then write)."""
+    import trajconv
+    from trajconv.snapshot import io
+
+    limits = _limits(kw)
+    snap = trajconv.read(source, path, session=session, limits=limits)
+    if snapshot_out is not None:
+        io.dump(snap, snapshot_out)
+    export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
+    _report_export(export, as_json, snap)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def verify(file: Path, as_json: bool) -> None:
+    """Recompute a Snapshot's hashes; name the first broken record or artifact."""
+    from trajconv.snapshot import io
+
+    doc = io.parse_document(file.read_bytes(), str(file))
+    io.validate_document(doc, str(file))
+    report = io.verify_document(doc)
+    if as_json:
+        _emit_json(
+            {
+                "file": str(file),
+                "ok": report.ok,
+                "id": report.snapshot_id,
+                "records": report.records,
+                "artifacts": report.artifacts,
+                "problems": report.problems,
+            }
+        )
+    elif report.ok:
+        click.echo(
+            f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts)"
+        )
+    else:
+        for p in report.problems:
+            click.echo(f"{file}: {p}", err=True)
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="home folder to install into (default: yours)",
+)
+@click.option("--dry-run", is_flag=True, help="print the plan, write nothing")
+def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
+    """Install an export (runs OUT/prepare.py with the same options)."""
+    import subprocess
+
+    argv = [sys.executable, str(out / "prepare.py")]
+    if home is not None:
+        argv += ["--home", str(home)]
+    if dry_run:
+        argv.append("--dry-run")
+    sys.exit(subprocess.call(argv))
+
+
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of the Snapshot format (trajconv.snapshot/1)."""
+    from importlib import resources
+
+    click.echo(
+        resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False
+    )
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def diagnostics(as_json: bool) -> None:
+    """List every diagnostic code with its severity and meaning."""
+    from trajconv.snapshot.diagnostics import REGISTRY
+
+    rows: list[dict[str, Any]] = [
+        {
+            "code": c.code,
+            "severity": c.severity,
+            "side": c.side,
+            "counts_units": c.units,
+            "meaning": c.meaning,
+        }
+        for c in REGISTRY.values()
+    ]
+    if as_json:
+        _emit_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
+
+
+@cli.command()
+@click.option("--harness", default=None, help="only this harness")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="native home to list instead of the default one",
+)
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def discover(harness: str | None, home: Path | None, as_json: bool) -> None:
+    """List sessions in native homes."""
+    from trajconv.codecs import registry
+
+    codecs_ = [registry.get(harness)] if harness else registry.all_codecs()
+    rows: list[dict[str, Any]] = []
+    coverage: list[dict[str, Any]] = []
+    for c in codecs_:
+        if not c.can_discover:
+            continue
+        root = home if home is not None else c.default_home()
+        if not root.exists():
+            coverage.append({"harness": c.name, "home": str(root), "status": "missing root"})
+            continue
+        try:
+            refs = c.discover(root)
+        except (OSError, TrajconvError) as exc:
+            coverage.append(
+                {"harness": c.name, "home": str(root), "status": f"unreadable root: {exc}"}
+            )
+            continue
+        coverage.append(
+            {"harness": c.name, "home": str(root), "status": "listable", "sessions": len(refs)}
+        )
+        rows.extend(r.to_json() for r in refs)
+    if as_json:
+        _emit_json({"coverage": coverage, "sessions": rows})
+        return
+    for r in rows:
+        click.echo(
+            f"{r['harness']:<10} {r['session_id']:<40} {r['updated_at'] or '-':<25} "
+            f"{r['title'] or '-'}"
+        )
+    for cov in coverage:
+        extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
+        click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except TrajconvError as exc:
+        click.echo(f"trajconv: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+__all__ = ["EXIT_CODES", "EXIT_USAGE", "cli", "main"]

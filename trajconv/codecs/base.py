@@ -1,0 +1,234 @@
+"""The codec protocol (DESIGN §5) and what every codec shares.
+
+A codec binds a harness's reader, writer and discovery. ``CODEC`` objects are
+registered under the ``trajconv.codecs`` entry-point group and loaded lazily;
+a codec module imports its reader and writer only when they are used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from trajconv.errors import LimitError, UnsafePathError
+from trajconv.snapshot.models import Diagnostic, Snapshot
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds every reader enforces; each breach is a LimitError naming the limit.
+
+    Defaults can be raised per call or with ``TRAJCONV_<NAME>`` environment variables.
+    """
+
+    max_session_bytes: int = 4 * 1024**3
+    """Total native bytes of one session (journal, sidecars, blobs)."""
+    max_line_bytes: int = 256 * 1024**2
+    """One line, event, row or blob."""
+    max_json_depth: int = 256
+    """Nesting depth of one JSON value."""
+    max_records: int = 10_000_000
+    """Records in one Snapshot."""
+
+    @classmethod
+    def from_env(cls, **overrides: int | None) -> Limits:
+        values: dict[str, int] = {}
+        for name in cls.__dataclass_fields__:
+            env = os.environ.get(f"TRAJCONV_{name.upper()}")
+            if env is not None and env.isdigit():
+                values[name] = int(env)
+            given = overrides.get(name)
+            if given is not None:
+                values[name] = given
+        return cls(**values)
+
+    def check(self, name: str, value: int, file: str | Path, line: int | None = None) -> None:
+        if value > getattr(self, name):
+            raise LimitError(file, name, getattr(self, name), line=line)
+
+
+def json_depth_ok(value: Any, limit: int) -> bool:
+    """True when ``value`` nests no deeper than ``limit`` (iterative, no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """One session found by ``discover``: cheap facts only."""
+
+    harness: str
+    session_id: str
+    path: Path
+    title: str | None = None
+    cwd: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    size: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "harness": self.harness,
+            "session_id": self.session_id,
+            "path": str(self.path),
+            "title": self.title,
+            "cwd": self.cwd,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "size": self.size,
+        }
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    """One file of an export, relative to OUT (``home/...`` or a readout)."""
+
+    path: str
+    data: bytes
+    mode: int = 0o600
+
+
+@dataclass
+class ExportPlan:
+    """What a writer wants written; the shared machinery writes it atomically."""
+
+    target: str
+    session_id: str
+    snapshot_id: str
+    files: list[ExportFile]
+    session_paths: list[str]
+    """Home-relative folders or files that make up the session; prepare refuses if any exists."""
+    resume_argv: list[str]
+    diagnostics: tuple[Diagnostic, ...] = ()
+    dir_modes: dict[str, int] = field(default_factory=dict)
+    """Home-relative folders and the modes the harness gives them."""
+    prepare_script: str | None = None
+    """A codec's own prepare.py (database targets); the generic one when ``None``."""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Export:
+    out_dir: Path
+    target: str
+    session_id: str
+    snapshot_id: str
+    manifest: dict[str, Any]
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def resume_argv(self) -> list[str]:
+        return list(self.manifest["resume"]["argv"])
+
+
+@runtime_checkable
+class Codec(Protocol):
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    can_read: bool
+    can_write: bool
+    can_discover: bool
+
+    def default_home(self) -> Path:
+        """The native home this harness uses on this machine (honouring its env vars)."""
+        ...
+
+    def discover(self, home: Path) -> list[SessionRef]: ...
+
+    def read(
+        self, path: Path, *, session: str | None = None, limits: Limits | None = None
+    ) -> Snapshot: ...
+
+    def plan(
+        self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any
+    ) -> ExportPlan: ...
+
+
+def safe_component(value: str, what: str, file: str | Path = "<snapshot>") -> str:
+    """Accept ``value`` as one path component, or raise UnsafePathError naming it."""
+    bad = (
+        not value
+        or value in (".", "..")
+        or "/" in value
+        or "\\" in value
+        or "\x00" in value
+        or any(ord(ch) < 0x20 for ch in value)
+        or len(value.encode("utf-8")) > 255
+    )
+    if bad:
+        raise UnsafePathError(file, f"{what} {value!r} cannot be used as a file name")
+    return value
+
+
+# -- what every writer checks before it writes ------------------------------------------
+
+CONVERSATIONAL = ("user", "assistant", "reasoning", "tool-call", "tool-result")
+
+
+def pending_calls(snapshot: Snapshot) -> list[str]:
+    """Record ids of tool calls that no tool-result answers."""
+    answered = {r.result.call_id for r in snapshot.records if r.kind == "tool-result"}
+    return [r.id for r in snapshot.records if r.kind == "tool-call" and r.call.id not in answered]
+
+
+def orphan_results(snapshot: Snapshot) -> list[str]:
+    """Record ids of tool results whose call is not in the Snapshot (before them)."""
+    seen: set[str] = set()
+    orphans = []
+    for r in snapshot.records:
+        if r.kind == "tool-call":
+            seen.add(r.call.id)
+        elif r.kind == "tool-result" and r.result.call_id not in seen:
+            orphans.append(r.id)
+    return orphans
+
+
+def unfinished_turn(snapshot: Snapshot) -> str | None:
+    """The record that leaves the last turn open (no final assistant answer), if any."""
+    for r in reversed(snapshot.records):
+        if r.kind in CONVERSATIONAL:
+            return None if r.kind == "assistant" else r.id
+    return None
+
+
+def check_continuable(
+    snapshot: Snapshot, target: str, *, allow_lossy: bool, needs_results: bool = True
+) -> set[str]:
+    """Refuse a Snapshot the target cannot continue truthfully, unless ``allow_lossy``.
+
+    Returns the record ids a lossy write leaves out (pending calls and orphan results
+    when the target needs calls and results in pairs).
+    """
+    from trajconv.errors import RefusedError
+
+    drop: set[str] = set()
+    open_turn = unfinished_turn(snapshot)
+    if open_turn is not None and not allow_lossy:
+        raise RefusedError(
+            f"refusing to write {target}: the last turn is unfinished at record {open_turn} "
+            "(no final assistant answer); pass --allow-lossy to write it anyway"
+        )
+    if needs_results:
+        pending = pending_calls(snapshot)
+        orphans = orphan_results(snapshot)
+        if (pending or orphans) and not allow_lossy:
+            first = (pending or orphans)[0]
+            what = "a tool call without its result" if pending else "a tool result without its call"
+            raise RefusedError(
+                f"refusing to write {target}: record {first} is {what}, which {target} needs "
+                "in pairs; pass --allow-lossy to leave such records out"
+            )
+        drop.update(pending)
+        drop.update(orphans)
+    return drop

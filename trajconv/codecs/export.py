@@ -1,0 +1,97 @@
+"""The one export writer every codec uses (DESIGN §6).
+
+``emit`` writes ``OUT/trajconv-export.json``, the ``home/`` tree (or a codec's
+readout) and ``prepare.py`` into a hidden staging folder beside OUT and renames
+it into place, so a failure at any step leaves no OUT at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trajconv.codecs.base import Export, ExportFile, ExportPlan
+from trajconv.errors import RefusedError
+from trajconv.version import __version__
+
+MANIFEST = "trajconv-export.json"
+EXPORT_FORMAT = "trajconv.export/1"
+
+
+def generic_prepare_script() -> str:
+    return resources.files("trajconv.codecs").joinpath("prepare_template.py").read_text("utf-8")
+
+
+def _manifest(plan: ExportPlan, files: list[ExportFile]) -> dict[str, Any]:
+    return {
+        "format": EXPORT_FORMAT,
+        "target": plan.target,
+        "session_id": plan.session_id,
+        "snapshot_id": plan.snapshot_id,
+        "files": [
+            {
+                "path": f.path,
+                "sha256": hashlib.sha256(f.data).hexdigest(),
+                "size": len(f.data),
+                "mode": f"{f.mode:04o}",
+            }
+            for f in files
+        ],
+        "dirs": [{"path": p, "mode": f"{m:04o}"} for p, m in sorted(plan.dir_modes.items())],
+        "session_paths": plan.session_paths,
+        "prepare": {"argv": ["python", "prepare.py"]},
+        "resume": {"argv": plan.resume_argv, "home": "home"},
+        "notes": plan.notes,
+        "diagnostics": [d.model_dump(mode="json") for d in plan.diagnostics],
+        "producer": {"name": "trajconv", "version": __version__},
+    }
+
+
+def _check_out(out_dir: Path) -> None:
+    if out_dir.is_symlink() or (
+        out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir()))
+    ):
+        raise RefusedError(f"{out_dir} exists and is not an empty folder; refusing to replace it")
+
+
+def emit(plan: ExportPlan, out_dir: Path) -> Export:
+    """Write ``plan`` to ``out_dir`` atomically."""
+    out_dir = Path(out_dir)
+    _check_out(out_dir)
+    prepare = ExportFile(
+        "prepare.py", (plan.prepare_script or generic_prepare_script()).encode(), 0o755
+    )
+    files = [*plan.files, prepare]
+    manifest = _manifest(plan, files)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = out_dir.parent / f".{out_dir.name}.trajconv-{uuid.uuid4().hex[:12]}"
+    try:
+        staging.mkdir(mode=0o700)
+        for f in files:
+            target = staging / f.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(f.data)
+            os.chmod(target, f.mode)
+        (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        _check_out(out_dir)
+        if out_dir.exists():
+            out_dir.rmdir()
+        os.rename(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Export(
+        out_dir=out_dir,
+        target=plan.target,
+        session_id=plan.session_id,
+        snapshot_id=plan.snapshot_id,
+        manifest=manifest,
+        diagnostics=plan.diagnostics,
+    )

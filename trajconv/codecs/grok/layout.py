@@ -1,0 +1,102 @@
+"""Where Grok Build keeps sessions (``$GROK_HOME`` or ``~/.grok``).
+
+Facts from the Grok Build source ``xai-grok-config/src/paths.rs`` as summarised
+in ``shared/formats/grok-build.md`` §1: group folder = the cwd percent-encoded
+byte by byte keeping RFC 3986 unreserved characters, or, when that is longer
+than 255 bytes, ``<slug>-<16 hex of blake3(cwd)>`` with the cwd in ``.cwd``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from trajconv.codecs.base import safe_component
+from trajconv.errors import FormatError
+
+SESSIONS = "sessions"
+UPDATES = "updates.jsonl"
+SUMMARY = "summary.json"
+CHAT_HISTORY = "chat_history.jsonl"
+CWD_FILE = ".cwd"
+MAX_NAME = 255
+
+
+def default_home() -> Path:
+    env = os.environ.get("GROK_HOME")
+    return Path(env) if env else Path.home() / ".grok"
+
+
+def encode_cwd(cwd: str) -> str:
+    encoded = quote(cwd, safe="")  # keeps A-Za-z0-9 and -._~, upper-case %XX otherwise
+    if len(encoded.encode()) <= MAX_NAME:
+        return encoded
+    import blake3
+
+    slug = re.sub(r"[^a-z0-9]+", "-", Path(cwd).name.lower()).strip("-")[:40] or "workspace"
+    return f"{slug}-{blake3.blake3(cwd.encode()).hexdigest()[:16]}"
+
+
+def needs_cwd_file(group: str) -> bool:
+    return not unquote(group).startswith("/")
+
+
+def decode_group(group_dir: Path) -> str | None:
+    """The cwd a group folder stands for, or ``None`` when it cannot be told."""
+    decoded = unquote(group_dir.name)
+    if decoded.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", decoded):
+        return decoded
+    marker = group_dir / CWD_FILE
+    try:
+        text = marker.read_text("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def session_dirs(home: Path) -> list[Path]:
+    """Session folders two levels below ``<home>/sessions``, as Grok walks them."""
+    root = home / SESSIONS
+    if not root.is_dir():
+        return []
+    found = []
+    for group in sorted(root.iterdir()):
+        if not group.is_dir() or group.is_symlink():
+            continue
+        for sdir in sorted(group.iterdir()):
+            if sdir.is_dir() and not sdir.is_symlink() and (sdir / SUMMARY).is_file():
+                found.append(sdir)
+    return found
+
+
+def resolve(path: Path, session: str | None) -> Path:
+    """A session folder from a session folder, its journal, or a home plus ``--session``."""
+    if path.is_file():
+        if path.name == UPDATES:
+            return path.parent
+        raise FormatError(path, f"not a Grok session: expected a folder or {UPDATES}")
+    if (path / UPDATES).is_file() or (path / SUMMARY).is_file():
+        return path
+    home = path if (path / SESSIONS).is_dir() else path.parent if path.name == SESSIONS else None
+    if home is None:
+        raise FormatError(path, f"not a Grok session folder or home (no {UPDATES}, no {SESSIONS}/)")
+    if session is None:
+        raise FormatError(
+            path, "this is a Grok home with many sessions; pick one with --session ID"
+        )
+    safe_component(session, "session id", path)
+    for sdir in session_dirs(home):
+        if sdir.name == session:
+            return sdir
+    raise FormatError(path, f"no session {session!r} under {home / SESSIONS}")

@@ -1,0 +1,449 @@
+"""Grok Build reader: ``updates.jsonl`` + ``summary.json`` -> Snapshot.
+
+Format facts: ``shared/formats/grok-build.md`` (Grok Build 1.0.6 source, observed
+on 1.0.41). Rules implemented here:
+
+* chunk runs join with no separator and are flushed on a role change, a tool
+  event or a turn boundary (a new prompt, ``hostTurn``, ``turn_completed``);
+* a ``tool_call`` becomes a tool-call record; only the first terminal
+  ``tool_call_update`` becomes its tool-result, later terminal and progress
+  updates are counted;
+* ``rewind_marker`` drops the rewound prompts from the live records; their lines
+  stay in the journal artifact and are counted as ``rewound``;
+* record ids are ``grok:L<line>``: ``eventId`` suffixes repeat after a resume
+  (observed on 1.0.41), so ids come from the append-stable line number and the
+  ``eventId`` is kept in evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trajconv.codecs.base import Limits
+from trajconv.codecs.grok import layout, native
+from trajconv.codecs.jsonl import iter_objects, read_bounded
+from trajconv.errors import FormatError
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+
+READER = "grok/1"
+JOURNAL = layout.UPDATES
+SKIP_SUFFIXES = (".lock", ".tmp")
+
+
+@dataclass
+class _Run:
+    kind: str  # user | assistant | reasoning | system
+    line: int
+    native: str
+    time: str | None
+    turn: int | None
+    event_id: str | None
+    model: str | None
+    parts: list[str] = field(default_factory=list)
+    units: int = 0
+
+
+class _Turns:
+    """Prompt starts by Grok's §4.2 rule; shared by the rewind pre-pass and the projection."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []  # first line of each live prompt
+        self.in_user_run = False
+        self.run_index: Any = None
+        self.seen_marked = False
+
+    def user_chunk(self, line: int, prompt_index: Any) -> str:
+        """Classify a user chunk: 'start' (new prompt), 'cont' or 'phantom'."""
+        if prompt_index is None and self.seen_marked:
+            self.in_user_run = False
+            return "phantom"
+        if prompt_index is not None:
+            self.seen_marked = True
+        if self.in_user_run and prompt_index == self.run_index:
+            return "cont"
+        self.in_user_run = True
+        self.run_index = prompt_index
+        self.starts.append(line)
+        return "start"
+
+    def other(self) -> None:
+        self.in_user_run = False
+
+    @property
+    def current(self) -> int | None:
+        return len(self.starts) - 1 if self.starts else None
+
+    def rewind(self, target: Any, marker_line: int) -> tuple[int, int] | None:
+        if (
+            isinstance(target, int)
+            and not isinstance(target, bool)
+            and 0 <= target < len(self.starts)
+        ):
+            dead = (self.starts[target], marker_line)
+            del self.starts[target:]
+            self.in_user_run = False
+            return dead
+        return None
+
+
+def _time(params: dict[str, Any], obj: dict[str, Any]) -> str | None:
+    ms = native.meta(params).get("agentTimestampMs")
+    if isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0:
+        return time_from_ms(ms)
+    ts = obj.get("timestamp")
+    if isinstance(ts, int | float) and not isinstance(ts, bool) and ts > 0:
+        # Wake's fixtures write milliseconds here; Grok writes seconds.
+        return time_from_ms(ts if ts > 10**12 else ts * 1000)
+    return None
+
+
+def _dead_lines(data: bytes) -> list[tuple[int, int]]:
+    """Line ranges removed by rewind markers (pre-pass, only when a marker exists)."""
+    if b"rewind_marker" not in data:
+        return []
+    turns = _Turns()
+    dead: list[tuple[int, int]] = []
+    quiet = Diagnostics()
+    for number, obj in iter_objects(data, JOURNAL, quiet, Limits(max_line_bytes=len(data) + 1)):
+        if any(a <= number <= b for a, b in dead):
+            continue
+        env = native.envelope(obj)
+        uk = native.update_kind(env[1]) if env else None
+        if uk is None:
+            continue
+        update, kind = uk
+        if kind == native.USER_CHUNK and not native.meta(update).get("hostTurn"):
+            turns.user_chunk(number, native.meta(update).get("promptIndex"))
+        elif kind == "rewind_marker":
+            span = turns.rewind(update.get("target_prompt_index"), number)
+            if span:
+                dead.append(span)
+        else:
+            turns.other()
+    return dead
+
+
+class _Projector:
+    def __init__(self, b: SnapshotBuilder, dead: list[tuple[int, int]]) -> None:
+        self.b = b
+        self.d = b.diagnostics
+        self.dead = dead
+        self.turns = _Turns()
+        self.run: _Run | None = None
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.model: str | None = None
+
+    def flush(self) -> None:
+        run, self.run = self.run, None
+        if run is None:
+            return
+        ev = Evidence(
+            artifact=JOURNAL,
+            line=run.line,
+            native=run.native,
+            native_id=run.event_id,
+            units=run.units,
+        )
+        self.b.add_text(
+            run.kind,
+            f"grok:L{run.line}",
+            "".join(run.parts),
+            time=run.time,
+            turn=run.turn,
+            evidence=ev,
+            model=run.model,
+        )
+
+    def text(
+        self,
+        kind: str,
+        native_kind: str,
+        number: int,
+        text: str,
+        time: str | None,
+        event_id: str | None,
+    ) -> None:
+        if self.run is None or self.run.kind != kind:
+            self.flush()
+            model = self.model if kind in ("assistant", "reasoning") else None
+            self.run = _Run(kind, number, native_kind, time, self.turns.current, event_id, model)
+        self.run.parts.append(text)
+        self.run.units += 1
+
+    def line(self, number: int, obj: dict[str, Any]) -> None:
+        place = f"{JOURNAL}:{number}"
+        if any(a <= number <= b for a, b in self.dead):
+            self.turns.other()
+            self.flush()
+            self.d.add("rewound", place)
+            return
+        env = native.envelope(obj)
+        uk = native.update_kind(env[1]) if env else None
+        if env is None or uk is None:
+            self.d.add("invalid-line", place)
+            return
+        params = env[1]
+        update, kind = uk
+        pmeta = native.meta(params)
+        umeta = native.meta(update)
+        event_id = pmeta.get("eventId") if isinstance(pmeta.get("eventId"), str) else None
+        if isinstance(umeta.get("modelId"), str):
+            self.model = umeta["modelId"]
+        time = _time(params, obj)
+        if kind == native.USER_CHUNK:
+            self.user_chunk(number, update, umeta, time, event_id)
+        elif kind in (native.AGENT_CHUNK, native.THOUGHT_CHUNK):
+            self.turns.other()
+            text = native.content_text(update.get("content"))
+            if text is None:
+                self.d.add("non-text-content", place, name=kind)
+                return
+            role = "assistant" if kind == native.AGENT_CHUNK else "reasoning"
+            self.text(role, kind, number, text, time, event_id)
+        elif kind == native.TOOL_CALL:
+            self.turns.other()
+            self.flush()
+            self.tool_call(number, update, time, event_id)
+        elif kind == native.TOOL_UPDATE:
+            self.turns.other()
+            self.flush()
+            self.tool_update(number, update, time, event_id)
+        else:
+            self.turns.other()
+            self.lifecycle(kind, place, update)
+
+    def user_chunk(
+        self,
+        number: int,
+        update: dict[str, Any],
+        umeta: dict[str, Any],
+        time: str | None,
+        event_id: str | None,
+    ) -> None:
+        place = f"{JOURNAL}:{number}"
+        text = native.content_text(update.get("content"))
+        if umeta.get("hostTurn") is True:
+            # A host-initiated turn boundary: Grok flushes here and does not take it as user input.
+            self.turns.other()
+            self.flush()
+            if text is None:
+                self.d.add("non-text-content", place, name=native.USER_CHUNK)
+                return
+            self.text("system", "user_message_chunk(hostTurn)", number, text, time, event_id)
+            self.flush()
+            return
+        role = self.turns.user_chunk(number, umeta.get("promptIndex"))
+        if role == "start":
+            self.flush()
+        if text is None:
+            self.d.add("non-text-content", place, name=native.USER_CHUNK)
+            return
+        if role == "phantom":
+            # Unmarked user chunks after marked prompts are runtime echoes (§4.2).
+            self.text("system", "user_message_chunk(unmarked)", number, text, time, event_id)
+            return
+        self.text("user", native.USER_CHUNK, number, text, time, event_id)
+
+    def tool_call(
+        self, number: int, update: dict[str, Any], time: str | None, event_id: str | None
+    ) -> None:
+        call_id = update.get("toolCallId")
+        if not isinstance(call_id, str) or not call_id:
+            self.d.add("invalid-line", f"{JOURNAL}:{number}")
+            return
+        tool_meta = native.meta(update).get("x.ai/tool")
+        name = update.get("name") if isinstance(update.get("name"), str) else None
+        if name is None and isinstance(tool_meta, dict) and isinstance(tool_meta.get("name"), str):
+            name = tool_meta["name"]
+        if name is None:
+            name = str(update.get("title") or "")
+        args = update.get("rawInput")
+        ev = Evidence(artifact=JOURNAL, line=number, native=native.TOOL_CALL, native_id=event_id)
+        self.b.add_call(
+            f"grok:L{number}", call_id, name, args, time=time, turn=self.turns.current, evidence=ev
+        )
+        self.calls[call_id] = {"done": False, "record": f"grok:L{number}"}
+        if update.get("status") in native.TERMINAL:
+            # A collapsed call (as Grok's replay writes it) carries its own result.
+            self.result(number, call_id, update, time, event_id, units=0)
+
+    def tool_update(
+        self, number: int, update: dict[str, Any], time: str | None, event_id: str | None
+    ) -> None:
+        place = f"{JOURNAL}:{number}"
+        call_id = update.get("toolCallId")
+        call = self.calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:
+            self.d.add("orphan-tool-result", place)
+            return
+        if update.get("status") not in native.TERMINAL:
+            self.d.add("superseded-progress", place)
+            return
+        if call["done"]:
+            self.d.add("repeated-terminal-result", place)
+            return
+        self.result(number, str(call_id), update, time, event_id, units=1)
+
+    def result(
+        self,
+        number: int,
+        call_id: str,
+        update: dict[str, Any],
+        time: str | None,
+        event_id: str | None,
+        units: int,
+    ) -> None:
+        raw = update.get("rawOutput")
+        exit_code = raw.get("exit_code") if isinstance(raw, dict) else None
+        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+            exit_code = None
+        truncated = isinstance(raw, dict) and raw.get("truncated") is True
+        ev = Evidence(
+            artifact=JOURNAL,
+            line=number,
+            native=native.TOOL_UPDATE,
+            native_id=event_id,
+            units=units,
+        )
+        rid = f"grok:L{number}" if units else f"grok:L{number}:result"
+        self.b.add_result(
+            rid,
+            call_id,
+            update.get("status") == "completed",
+            native.tool_output(update),
+            time=time,
+            turn=self.turns.current,
+            evidence=ev,
+            truncated=truncated,
+            exit_code=exit_code,
+        )
+        self.calls[call_id]["done"] = True
+
+    def lifecycle(self, kind: str, place: str, update: dict[str, Any]) -> None:
+        if kind == "turn_completed":
+            self.flush()
+        if kind in native.COMPACTION_KINDS:
+            self.d.add("compaction-state", place, name=kind)
+        elif kind in native.ACP_STATE_KINDS or kind in native.XAI_KINDS:
+            self.d.add("lifecycle-dropped", place, name=kind)
+        else:
+            self.d.add("unknown-kind", place, name=kind)
+
+    def finish(self) -> None:
+        self.flush()
+        for call in self.calls.values():
+            if not call["done"]:
+                self.d.add("pending-tool-call", call["record"])
+
+
+def _summary(sdir: Path, b: SnapshotBuilder, limits: Limits) -> dict[str, Any]:
+    path = sdir / layout.SUMMARY
+    if not path.is_file():
+        b.diagnostics.add("metadata-missing", layout.SUMMARY)
+        return {}
+    data = read_bounded(path, min(limits.max_session_bytes, 64 * 1024**2))
+    b.add_artifact(layout.SUMMARY, "application/json", data)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        b.diagnostics.add("metadata-invalid", layout.SUMMARY)
+        return {}
+    if not isinstance(value, dict):
+        b.diagnostics.add("metadata-invalid", layout.SUMMARY)
+        return {}
+    return value
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _parent_from_meta(sdir: Path, sid: str, b: SnapshotBuilder) -> str | None:
+    """A child's parent, from the parent's ``subagents/<id>/meta.json`` (§6)."""
+    root = sdir.parent.parent
+    if root.name != layout.SESSIONS:
+        return None
+    for meta_path in sorted(root.glob(f"*/*/subagents/{sid}/meta.json")):
+        try:
+            data = meta_path.read_bytes()
+            meta = orjson.loads(data)
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(meta, dict):
+            parent = _str(meta.get("parent_session_id")) or meta_path.parents[2].name
+            b.add_artifact(f"parent:subagents/{sid}/meta.json", "application/json", data)
+            return parent
+    return None
+
+
+def _sidecars(sdir: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> None:
+    """Every other file of the session folder, byte for byte (lock and temp files aside)."""
+    for path in sorted(sdir.rglob("*")):
+        rel = path.relative_to(sdir).as_posix()
+        if (
+            not path.is_file()
+            or path.is_symlink()
+            or rel in (layout.UPDATES, layout.SUMMARY)
+            or path.name.endswith(SKIP_SUFFIXES)
+        ):
+            continue
+        size = path.stat().st_size
+        budget += size
+        limits.check("max_session_bytes", budget, sdir)
+        media = (
+            "application/json"
+            if rel.endswith(".json")
+            else ("application/x-ndjson" if rel.endswith(".jsonl") else "application/octet-stream")
+        )
+        b.add_artifact(rel, media, read_bounded(path, limits.max_session_bytes))
+
+
+def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
+    limits = limits or Limits()
+    sdir = layout.resolve(path, session)
+    sid = sdir.name
+    group = sdir.parent
+    locator = (
+        f"{layout.SESSIONS}/{group.name}/{sid}"
+        if group.parent.name == layout.SESSIONS
+        else f"{group.name}/{sid}"
+    )
+    b = SnapshotBuilder(
+        Source(harness="grok", harness_version=None, session_id=sid, locator=locator), READER
+    )
+    summary = _summary(sdir, b, limits)
+    journal = sdir / layout.UPDATES
+    if not journal.is_file():
+        raise FormatError(journal, "missing: a Grok session without updates.jsonl has no history")
+    data = read_bounded(journal, limits.max_session_bytes)
+    b.add_artifact(layout.UPDATES, "application/x-ndjson", data)
+    _sidecars(sdir, b, limits, len(data))
+
+    info = summary.get("info") if isinstance(summary.get("info"), dict) else {}
+    assert isinstance(info, dict)
+    b.session = Session(
+        id=sid,
+        title=_str(summary.get("generated_title")) or _str(summary.get("session_summary")),
+        cwd=_str(info.get("cwd")) or layout.decode_group(group),
+        model=_str(summary.get("current_model_id")),
+        branch=_str(summary.get("head_branch")),
+        created_at=_iso(summary.get("created_at")),
+        updated_at=_iso(summary.get("last_active_at")) or _iso(summary.get("updated_at")),
+        parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
+    )
+    proj = _Projector(b, _dead_lines(data))
+    for number, obj in iter_objects(data, JOURNAL, b.diagnostics, limits):
+        proj.line(number, obj)
+        limits.check("max_records", b.record_count, journal, number)
+    proj.finish()
+    return b.build()
+
+
+def _iso(value: Any) -> str | None:
+    return time_from_iso(value) if isinstance(value, str) else None

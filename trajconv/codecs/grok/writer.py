@@ -1,0 +1,237 @@
+"""Grok Build writer: Snapshot -> ``home/.grok/sessions/<encoded cwd>/<uuid>/``.
+
+Follows Grok's own import rules (``x.ai/session/import`` in
+``extensions/session_state.rs``, summarised in ``shared/formats/grok-build.md``
+§7): the session id is a UUID, folders are 0700, ``updates.jsonl`` lines are
+compact in envelope key order, and ``summary.json`` is written last as the
+commit marker. Unlike an import, the writer also writes ``chat_history.jsonl``:
+Grok's rebuild puts a turn's user message after its tool calls when the turn
+opens with a tool call (``grok-native-loader.md`` §4.4), and it keeps a
+hand-written history as it is.
+
+Grok has no slot for system text or observations in its journal; those are
+``untranslated-*``. Times and event ids are written only where the Snapshot has
+them: Grok reads a missing line ``timestamp`` as 0 and tolerates lines without
+``eventId`` (§3.1, §3.2).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, safe_component
+from trajconv.codecs.grok import layout, native
+from trajconv.errors import RefusedError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Snapshot
+
+EPOCH = "1970-01-01T00:00:00.000Z"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _ms(time: str | None) -> int | None:
+    if time is None:
+        return None
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
+    sid = snapshot.session.id
+    if layout.is_uuid(sid):
+        return str(uuid.UUID(sid))
+    diags.add("ids-derived", "session id")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:grok-session"))
+
+
+def _line(sid: str, method: str, update: dict[str, Any], time: str | None) -> str:
+    params: dict[str, Any] = {"sessionId": sid, "update": update}
+    ms = _ms(time)
+    obj: dict[str, Any] = {}
+    if ms is not None:
+        obj["timestamp"] = ms // 1000
+        params["_meta"] = {"agentTimestampMs": ms}
+    obj["method"] = method
+    obj["params"] = params
+    return _dumps(obj)
+
+
+class _ChatHistory:
+    """``chat_history.jsonl`` items in Grok's rebuild format, with the user message first."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.open: dict[str, Any] | None = None
+
+    def close(self) -> None:
+        if self.open is not None:
+            self.items.append(self.open)
+            self.open = None
+
+    def _assistant(self) -> dict[str, Any]:
+        if self.open is None:
+            self.open = {"type": "assistant", "content": ""}
+        return self.open
+
+    def user(self, text: str) -> None:
+        self.close()
+        self.items.append({"type": "user", "content": [{"type": "text", "text": text}]})
+
+    def text(self, text: str) -> None:
+        item = self._assistant()
+        item["content"] += text
+
+    def call(self, call_id: str, name: str, arguments: Any) -> None:
+        item = self._assistant()
+        args = arguments if isinstance(arguments, str) else _dumps(arguments)
+        item.setdefault("tool_calls", []).append({"id": call_id, "name": name, "arguments": args})
+
+    def result(self, call_id: str, output: str) -> None:
+        self.close()
+        self.items.append({"type": "tool_result", "tool_call_id": call_id, "content": output})
+
+
+def plan(
+    snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
+) -> ExportPlan:
+    diags = Diagnostics()
+    drop = check_continuable(snapshot, "grok", allow_lossy=allow_lossy)
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError("refusing to write grok: the session has no cwd; pass --cwd DIR")
+    sid = safe_component(session_id(snapshot, diags), "session id")
+    group = layout.encode_cwd(workdir)
+
+    lines: list[str] = []
+    chat = _ChatHistory()
+    prompt = -1
+    for rec in snapshot.records:
+        if rec.id in drop:
+            diags.add(
+                "untranslated-pending-call"
+                if rec.kind == "tool-call"
+                else "untranslated-orphan-result",
+                rec.id,
+            )
+            continue
+        update: dict[str, Any]
+        if rec.kind == "user":
+            prompt += 1
+            update = {
+                "sessionUpdate": native.USER_CHUNK,
+                "content": {"type": "text", "text": rec.text},
+                "_meta": {"promptIndex": prompt},
+            }
+            chat.user(rec.text)
+        elif rec.kind == "assistant":
+            update = {
+                "sessionUpdate": native.AGENT_CHUNK,
+                "content": {"type": "text", "text": rec.text},
+            }
+            chat.text(rec.text)
+        elif rec.kind == "reasoning":
+            # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
+            update = {
+                "sessionUpdate": native.THOUGHT_CHUNK,
+                "content": {"type": "text", "text": rec.text},
+            }
+        elif rec.kind == "tool-call":
+            update = {
+                "sessionUpdate": native.TOOL_CALL,
+                "toolCallId": rec.call.id,
+                "title": rec.call.name,
+                "rawInput": rec.call.arguments,
+            }
+            chat.call(rec.call.id, rec.call.name, rec.call.arguments)
+        elif rec.kind == "tool-result":
+            res = rec.result
+            if res.ok is None:
+                diags.add("tool-status-assumed", rec.id)
+            update = {
+                "sessionUpdate": native.TOOL_UPDATE,
+                "toolCallId": res.call_id,
+                "status": "failed" if res.ok is False else "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": res.output}}],
+            }
+            raw: dict[str, Any] = {}
+            if res.exit_code is not None:
+                raw["exit_code"] = res.exit_code
+            if res.truncated:
+                raw["truncated"] = True
+            if raw:
+                update["rawOutput"] = raw
+            chat.result(res.call_id, res.output)
+        else:
+            diags.add(f"untranslated-{rec.kind}", rec.id)
+            continue
+        method = native.ACP_METHOD
+        lines.append(_line(sid, method, update, rec.time))
+    chat.close()
+
+    session = snapshot.session
+    if session.model is None:
+        diags.add("untranslated-model", "current_model_id")
+    if session.title is None:
+        diags.add("title-missing", "summary.json")
+    times = [r.time for r in snapshot.records if r.time]
+    created = session.created_at or (times[0] if times else None)
+    updated = session.updated_at or (times[-1] if times else None) or created
+    if created is None:
+        diags.add("timestamps-synthesized", "summary.json created_at/updated_at")
+    summary: dict[str, Any] = {
+        "info": {"id": sid, "cwd": workdir},
+        "session_summary": session.title or "",
+        "created_at": created or EPOCH,
+        "updated_at": updated or EPOCH,
+        "num_messages": len(lines),
+        "num_chat_messages": len(chat.items),
+        "current_model_id": session.model or "",
+        "next_trace_turn": prompt + 1,
+        "chat_format_version": 1,
+        "last_active_at": updated or EPOCH,
+    }
+    if session.title:
+        summary["generated_title"] = session.title
+    if session.parent_session_id:
+        summary["parent_session_id"] = session.parent_session_id
+
+    base = f"home/.grok/{layout.SESSIONS}/{group}/{sid}"
+    files = [
+        ExportFile(f"{base}/{layout.UPDATES}", "".join(line + "\n" for line in lines).encode()),
+        ExportFile(
+            f"{base}/{layout.CHAT_HISTORY}",
+            "".join(_dumps(item) + "\n" for item in chat.items).encode(),
+        ),
+    ]
+    if layout.needs_cwd_file(group):
+        files.append(
+            ExportFile(f"home/.grok/{layout.SESSIONS}/{group}/{layout.CWD_FILE}", workdir.encode())
+        )
+    files.append(
+        ExportFile(
+            f"{base}/{layout.SUMMARY}", (json.dumps(summary, ensure_ascii=False, indent=2)).encode()
+        )
+    )
+    rel = base[len("home/") :]
+    return ExportPlan(
+        target="grok",
+        session_id=sid,
+        snapshot_id=snapshot.id,
+        files=files,
+        session_paths=[rel],
+        resume_argv=["grok", "--resume", sid],
+        diagnostics=diags.to_models(),
+        dir_modes={
+            ".grok": 0o700,
+            f".grok/{layout.SESSIONS}": 0o700,
+            f".grok/{layout.SESSIONS}/{group}": 0o700,
+            rel: 0o700,
+        },
+        notes=[f"run the resume command in {workdir} (Grok groups sessions by cwd)"],
+    )

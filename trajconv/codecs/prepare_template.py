@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Install a trajconv export into a home folder (stdlib only; copied into every export).
+
+usage: python prepare.py [--home DIR] [--dry-run]
+
+Reads trajconv-export.json beside this file, checks every file's sha256 and
+size, refuses to replace an existing session (exit 3) or to write outside the
+home (through ``..`` or a symlink; exit 1), then installs each file with the
+mode the harness uses, writing to a temporary name and renaming, in the order
+the manifest lists (a harness's commit marker last). ``--dry-run`` prints the
+plan and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def fail(code: int, message: str) -> None:
+    print(f"prepare: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def inside(home: Path, rel: str) -> Path:
+    parts = Path(rel).parts
+    if not rel or Path(rel).is_absolute() or ".." in parts:
+        fail(1, f"refusing path {rel!r}: it leaves the home folder")
+    target = home.joinpath(*parts)
+    probe = home
+    for part in parts[:-1]:
+        probe = probe / part
+        if probe.is_symlink():
+            fail(1, f"refusing {rel!r}: {probe} is a symlink")
+    if target.is_symlink():
+        fail(1, f"refusing {rel!r}: {target} is a symlink")
+    return target
+
+
+def digest(path: Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", type=Path, default=Path.home(), help="home to install into")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    args = parser.parse_args(argv)
+    manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
+    home = args.home.expanduser().resolve()
+
+    files = [f for f in manifest["files"] if f["path"].startswith("home/")]
+    for entry in files:
+        src = HERE / entry["path"]
+        if not src.is_file():
+            fail(1, f"missing file {entry['path']}")
+        sha, size = digest(src)
+        if sha != entry["sha256"] or size != entry["size"]:
+            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+    for rel in manifest["session_paths"]:
+        target = inside(home, rel)
+        if target.exists():
+            fail(3, f"refusing to replace existing session at {target}")
+    plan = [
+        (HERE / e["path"], inside(home, e["path"][len("home/") :]), int(e["mode"], 8))
+        for e in files
+    ]
+    dirs = [(inside(home, d["path"]), int(d["mode"], 8)) for d in manifest["dirs"]]
+
+    for _src, dst, mode in plan:
+        print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
+    if not args.dry_run:
+        for path, mode in dirs:
+            if not path.exists():
+                path.mkdir(parents=True, mode=mode)
+                os.chmod(path, mode)
+        for src, dst, mode in plan:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dst.with_name(f".{dst.name}.prepare-tmp")
+            with src.open("rb") as fin, open(tmp, "xb") as fout:
+                for chunk in iter(lambda: fin.read(1 << 20), b""):
+                    fout.write(chunk)
+            os.chmod(tmp, mode)
+            os.replace(tmp, dst)
+    resume = manifest["resume"]["argv"]
+    print(
+        ("dry run: nothing written; " if args.dry_run else "installed; ")
+        + "resume with: "
+        + " ".join(shlex.quote(a) for a in resume)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""The diagnostics registry (DESIGN §4): every code, its severity and meaning, in one place.
+
+Reader codes say what was not projected into records; ``units=True`` marks the
+codes whose count is a number of native units (lines, events, blobs, messages),
+so that conservation holds: units seen = units in records + unit-counting
+diagnostics. Writer codes start with ``untranslated-`` or say what the writer
+had to derive. Samples name places (``updates.jsonl:12``, record ids), never
+conversation text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from trajconv.snapshot.models import Diagnostic
+
+Severity = Literal["info", "warning", "error"]
+MAX_SAMPLES = 5
+MAX_NAMES = 32
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    severity: Severity
+    meaning: str
+    units: bool = False
+    """True when the count is a number of native units left out of records."""
+    side: Literal["reader", "writer"] = "reader"
+
+
+def _r(code: str, severity: Severity, meaning: str, *, units: bool = True) -> Code:
+    return Code(code, severity, meaning, units=units, side="reader")
+
+
+def _w(code: str, severity: Severity, meaning: str) -> Code:
+    return Code(code, severity, meaning, units=False, side="writer")
+
+
+_CODES: tuple[Code, ...] = (
+    # reader: units left out of records, counted
+    _r("blank-line", "info", "blank line in a line-oriented log, skipped"),
+    _r("torn-line", "warning", "line that is not complete JSON (a torn or partial write), skipped"),
+    _r("invalid-line", "warning", "line that is not valid UTF-8 or not a valid record, skipped"),
+    _r(
+        "unknown-kind",
+        "warning",
+        "native unit of a kind this reader does not know, kept in artifacts",
+    ),
+    _r(
+        "lifecycle-dropped",
+        "info",
+        "lifecycle, telemetry or UI-state unit with no conversational content",
+    ),
+    _r("superseded-progress", "info", "non-terminal tool progress update, folded into its call"),
+    _r(
+        "repeated-terminal-result",
+        "warning",
+        "terminal tool update after the first one for the same call",
+    ),
+    _r("orphan-tool-result", "warning", "tool result or update for a call the session never made"),
+    _r("rewound", "info", "unit on a branch the user rewound; kept in artifacts, not in records"),
+    _r(
+        "redacted-content",
+        "info",
+        "encrypted or redacted content, kept in artifacts, never decoded",
+    ),
+    _r("merged-chunk", "info", "streamed chunk merged into the record of its first chunk"),
+    _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
+    _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
+    _r(
+        "crash-tail",
+        "warning",
+        "unfinished tail of a crashed write, which the harness itself drops",
+    ),
+    _r("empty-content", "info", "unit with no text or call to project"),
+    _r(
+        "non-text-content",
+        "info",
+        "image, audio or resource block kept in artifacts, not projected",
+    ),
+    # reader: facts about the session, not unit counts
+    _r(
+        "metadata-missing",
+        "warning",
+        "metadata sidecar absent; session facts left null",
+        units=False,
+    ),
+    _r(
+        "metadata-invalid",
+        "warning",
+        "metadata sidecar unreadable; session facts left null",
+        units=False,
+    ),
+    _r("pending-tool-call", "warning", "tool call with no result in the source", units=False),
+    _r("chain-break", "warning", "native id/parent chain is broken at this unit", units=False),
+    _r(
+        "ids-not-unique",
+        "info",
+        "native ids repeat, so record ids come from positions",
+        units=False,
+    ),
+    _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
+    # writer
+    _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
+    _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
+    _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
+    _w(
+        "untranslated-tool-status",
+        "warning",
+        "tool success flag the target cannot hold was left out",
+    ),
+    _w("untranslated-exit-code", "info", "process exit status the target cannot hold was left out"),
+    _w("untranslated-model", "info", "model name the target cannot hold was left out"),
+    _w("untranslated-time", "info", "timestamps the target cannot hold were left out"),
+    _w(
+        "untranslated-artifact", "info", "native sidecar bytes the target cannot hold were left out"
+    ),
+    _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
+    _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
+    _w(
+        "timestamps-synthesized",
+        "warning",
+        "the target needs times the source lacks; derived, not real",
+    ),
+    _w(
+        "ids-derived",
+        "info",
+        "ids the target needs were derived deterministically from the Snapshot",
+    ),
+    _w("title-missing", "info", "the source has no title; the target shows none"),
+    _w(
+        "tool-status-assumed",
+        "warning",
+        "the source does not say whether a tool succeeded; the target needs a status",
+    ),
+    _w("cwd-missing", "warning", "the source has no working directory; the target needs one"),
+)
+
+REGISTRY: dict[str, Code] = {c.code: c for c in _CODES}
+
+
+def lookup(code: str) -> Code:
+    try:
+        return REGISTRY[code]
+    except KeyError:
+        raise KeyError(f"unregistered diagnostic code {code!r}") from None
+
+
+class Diagnostics:
+    """Collects counted diagnostics with a bounded sample of places."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._samples: dict[str, list[str]] = {}
+        self._names: dict[str, dict[str, int]] = {}
+
+    def add(
+        self, code: str, sample: str | None = None, count: int = 1, *, name: str | None = None
+    ) -> None:
+        """Count ``count`` occurrences of ``code``; ``name`` tallies native kind names."""
+        lookup(code)
+        if count <= 0:
+            return
+        self._counts[code] = self._counts.get(code, 0) + count
+        if name is not None:
+            names = self._names.setdefault(code, {})
+            if name in names or len(names) < MAX_NAMES:
+                names[name] = names.get(name, 0) + count
+        if sample is not None:
+            samples = self._samples.setdefault(code, [])
+            if len(samples) < MAX_SAMPLES and sample not in samples:
+                samples.append(sample)
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        for d in diagnostics:
+            self.add(d.code, count=d.count)
+            samples = self._samples.setdefault(d.code, [])
+            for s in d.samples:
+                if len(samples) < MAX_SAMPLES and s not in samples:
+                    samples.append(s)
+
+    def count(self, code: str) -> int:
+        return self._counts.get(code, 0)
+
+    def __bool__(self) -> bool:
+        return bool(self._counts)
+
+    def to_models(self) -> tuple[Diagnostic, ...]:
+        out = []
+        for code in sorted(self._counts):
+            c = REGISTRY[code]
+            out.append(
+                Diagnostic(
+                    code=code,
+                    severity=c.severity,
+                    count=self._counts[code],
+                    message=c.meaning,
+                    samples=self._sample_list(code),
+                )
+            )
+        return tuple(out)
+
+    def _sample_list(self, code: str) -> tuple[str, ...]:
+        named = self._names.get(code)
+        if named:
+            return tuple(f"{n}: {c}" for n, c in sorted(named.items()))
+        return tuple(self._samples.get(code, ()))
+
+
+def unit_count(diagnostics: Iterable[Diagnostic]) -> int:
+    """Native units accounted for by diagnostics (the conservation term)."""
+    return sum(d.count for d in diagnostics if REGISTRY.get(d.code, _UNKNOWN).units)
+
+
+_UNKNOWN = Code("?", "info", "?", units=False)

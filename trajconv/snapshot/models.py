@@ -1,0 +1,184 @@
+"""Pydantic models of the central Snapshot, format ``trajconv.snapshot/1`` (DESIGN §2).
+
+Frozen models, a discriminated union on ``kind`` and a closed vocabulary. No
+harness-specific field belongs here: what no record can express stays as bytes
+in ``artifacts`` and ``evidence`` points at it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+FORMAT = "trajconv.snapshot/1"
+HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
+TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+
+Time = Annotated[str, Field(pattern=TIME_PATTERN)]
+Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Source(_Model):
+    """Where the Snapshot was read; ``locator`` is relative to the native home."""
+
+    harness: str
+    harness_version: str | None
+    session_id: str
+    locator: str
+
+
+class Session(_Model):
+    """Session facts; an absent fact is ``null``, never a guess."""
+
+    id: str
+    title: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    branch: str | None = None
+    created_at: Time | None = None
+    updated_at: Time | None = None
+    parent_session_id: str | None = None
+
+
+class Evidence(_Model):
+    """Where a record came from: an artifact and a line or JSON path in it.
+
+    ``units`` is how many native units (lines, events, blobs, messages) this
+    record accounts for; conservation sums it with the unit-counting diagnostics.
+    """
+
+    artifact: str
+    line: int | None = None
+    json_path: str | None = None
+    native: str
+    native_id: str | None = None
+    units: int = Field(default=1, ge=0)
+
+
+class ToolCall(_Model):
+    id: str
+    name: str
+    arguments: JsonValue
+
+
+class ToolResult(_Model):
+    call_id: str
+    ok: bool | None
+    output: str
+    truncated: bool = False
+    exit_code: int | None = None
+
+
+class _Record(_Model):
+    seq: int = Field(ge=0)
+    id: str
+    time: Time | None
+    turn: int | None
+    evidence: Evidence
+    hash: Hash
+
+
+class UserRecord(_Record):
+    kind: Literal["user"] = "user"
+    text: str
+
+
+class AssistantRecord(_Record):
+    kind: Literal["assistant"] = "assistant"
+    text: str
+    model: str | None = None
+
+
+class ReasoningRecord(_Record):
+    kind: Literal["reasoning"] = "reasoning"
+    text: str
+    model: str | None = None
+
+
+class ToolCallRecord(_Record):
+    kind: Literal["tool-call"] = "tool-call"
+    call: ToolCall
+
+
+class ToolResultRecord(_Record):
+    kind: Literal["tool-result"] = "tool-result"
+    result: ToolResult
+
+
+class SystemRecord(_Record):
+    kind: Literal["system"] = "system"
+    text: str
+
+
+class ObservationRecord(_Record):
+    kind: Literal["observation"] = "observation"
+    text: str
+
+
+Record = Annotated[
+    UserRecord
+    | AssistantRecord
+    | ReasoningRecord
+    | ToolCallRecord
+    | ToolResultRecord
+    | SystemRecord
+    | ObservationRecord,
+    Field(discriminator="kind"),
+]
+
+RecordKind = Literal[
+    "user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation"
+]
+RECORD_KINDS: tuple[str, ...] = (
+    "user",
+    "assistant",
+    "reasoning",
+    "tool-call",
+    "tool-result",
+    "system",
+    "observation",
+)
+
+
+class Artifact(_Model):
+    """Captured native bytes. ``data`` is absent when the bytes live beside the document."""
+
+    name: str
+    media_type: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    size: int = Field(ge=0)
+    encoding: Literal["utf8", "base64"]
+    data: str | None = None
+
+
+class Diagnostic(_Model):
+    code: str
+    severity: Literal["info", "warning", "error"]
+    count: int = Field(ge=1)
+    message: str
+    samples: tuple[str, ...] = ()
+
+
+class Producer(_Model):
+    name: Literal["trajconv"] = "trajconv"
+    version: str
+    reader: str
+
+
+class Snapshot(_Model):
+    format: Literal["trajconv.snapshot/1"] = "trajconv.snapshot/1"
+    id: Hash
+    source: Source
+    session: Session
+    records: tuple[Record, ...]
+    artifacts: tuple[Artifact, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    producer: Producer
+
+    def diagnostic_count(self, code: str) -> int:
+        return sum(d.count for d in self.diagnostics if d.code == code)

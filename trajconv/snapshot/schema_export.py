@@ -1,0 +1,25 @@
+"""The published JSON Schema of ``trajconv.snapshot/1``, generated from the models."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trajconv.snapshot.models import Snapshot
+
+SCHEMA_ID = "https://trajconv.invalid/schema/trajconv.snapshot-1.json"
+
+
+def generate() -> dict[str, Any]:
+    schema = Snapshot.model_json_schema(mode="serialization")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+def render() -> str:
+    return json.dumps(generate(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # regenerate: python -m trajconv.snapshot.schema_export
+    from pathlib import Path
+
+    Path(__file__).with_name("schema.json").write_text(render(), encoding="utf-8")
