@@ -41,6 +41,23 @@ def projection(snapshot: Snapshot, kinds: tuple[str, ...] | None = None) -> list
     return out
 
 
+def merged_projection(snapshot: Snapshot, kinds: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """``projection`` of the given kinds with consecutive same-kind texts joined, as targets
+    without message boundaries (Grok chunks) read them back."""
+    out: list[tuple[Any, ...]] = []
+    for item in projection(snapshot, kinds):
+        if out and item[0] in ("assistant", "reasoning") and out[-1][0] == item[0]:
+            out[-1] = (item[0], out[-1][1] + item[1])
+        else:
+            out.append(item)
+    return out
+
+
+def session_dir(root: Path, pattern: str) -> Path:
+    """The one folder matching ``pattern`` under ``root`` (files such as ``.cwd`` ignored)."""
+    return next(p for p in sorted(root.glob(pattern)) if p.is_dir())
+
+
 def fingerprint(root: Path) -> dict[str, tuple[str, int, int]]:
     """Every file under ``root``: sha256, mode and mtime (ns), to prove nothing changed."""
     found: dict[str, tuple[str, int, int]] = {}

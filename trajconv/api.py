@@ -32,7 +32,11 @@ def read(
 
 
 def write(
-    snapshot: Snapshot, harness: str, out_dir: str | Path, *, allow_lossy: bool = False,
+    snapshot: Snapshot,
+    harness: str,
+    out_dir: str | Path,
+    *,
+    allow_lossy: bool = False,
     **options: Any,
 ) -> Export:
     """Write ``snapshot`` as an export for ``harness`` into ``out_dir`` (atomic)."""
@@ -44,8 +48,14 @@ def write(
 
 
 def convert(
-    source: str, target: str, path: str | Path, out_dir: str | Path, *,
-    session: str | None = None, allow_lossy: bool = False, limits: Limits | None = None,
+    source: str,
+    target: str,
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    session: str | None = None,
+    allow_lossy: bool = False,
+    limits: Limits | None = None,
     **options: Any,
 ) -> tuple[Snapshot, Export]:
     snap = read(source, path, session=session, limits=limits)

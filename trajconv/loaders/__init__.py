@@ -13,3 +13,7 @@ def tools_dir() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[2] / ".tools"
+
+
+LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor")
+"""Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""

@@ -103,6 +103,16 @@ _CODES: tuple[Code, ...] = (
         units=False,
     ),
     _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
+    _r(
+        "pending-writes",
+        "warning",
+        "writes of an unfinished step, not yet part of the saved state; kept in artifacts",
+    ),
+    _r(
+        "nested-namespace",
+        "info",
+        "state rows of a subgraph or subagent namespace; kept in artifacts, not projected",
+    ),
     # writer
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
@@ -118,6 +128,8 @@ _CODES: tuple[Code, ...] = (
     _w(
         "untranslated-artifact", "info", "native sidecar bytes the target cannot hold were left out"
     ),
+    _w("untranslated-message-boundary", "info",
+       "consecutive messages of one role become one message in the target"),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
     _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
     _w(

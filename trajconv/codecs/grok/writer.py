@@ -111,6 +111,7 @@ def plan(
     lines: list[str] = []
     chat = _ChatHistory()
     prompt = -1
+    last_text_kind: str | None = None
     for rec in snapshot.records:
         if rec.id in drop:
             diags.add(
@@ -170,6 +171,10 @@ def plan(
         else:
             diags.add(f"untranslated-{rec.kind}", rec.id)
             continue
+        if rec.kind in ("assistant", "reasoning") and rec.kind == last_text_kind:
+            # Grok's chunks carry no message boundary: a reader joins the run (§4.2).
+            diags.add("untranslated-message-boundary", rec.id)
+        last_text_kind = rec.kind if rec.kind in ("user", "assistant", "reasoning") else None
         method = native.ACP_METHOD
         lines.append(_line(sid, method, update, rec.time))
     chat.close()

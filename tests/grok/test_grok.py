@@ -1,0 +1,237 @@
+"""Grok codec: reader on hand-made and recorded fixtures, writer, round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from acp.schema import SessionNotification
+
+import trajconv
+from tests.helpers import (
+    FIXTURES,
+    REPO,
+    conservation,
+    export_tree,
+    fingerprint,
+    merged_projection,
+    session_dir,
+)
+from trajconv.codecs.base import orphan_results, pending_calls
+from trajconv.codecs.grok import layout
+from trajconv.codecs.jsonl import count_units
+from trajconv.errors import FormatError, RefusedError, UnsafePathError
+from trajconv.snapshot import io
+
+GROK = FIXTURES / "grok"
+SESSIONS = sorted(p for p in GROK.glob("*/sessions/*/*") if (p / "summary.json").is_file())
+IDS = [f"{p.parents[2].name}/{p.name[:13]}" for p in SESSIONS]
+ACP_SCHEMA = REPO / "tests" / "data" / "acp" / "agentclientprotocol-sdk-2.4.0.v1.schema.json"
+
+
+def test_fixtures_cover_handmade_and_recorded_cases() -> None:
+    cases = {p.parents[2].name for p in SESSIONS}
+    assert {"multi-turn", "rewind", "subagent"} <= cases
+    assert any(c.startswith("recorded-") for c in cases)
+
+
+@pytest.mark.parametrize("sdir", SESSIONS, ids=IDS)
+def test_reader_snapshot(sdir: Path, snapshot) -> None:
+    snap = trajconv.read("grok", sdir)
+    assert io.verify(snap).ok
+    assert json.loads(io.dumps(snap)) == snapshot
+
+
+@pytest.mark.parametrize("sdir", SESSIONS, ids=IDS)
+def test_every_journal_line_is_accounted_for(sdir: Path) -> None:
+    snap = trajconv.read("grok", sdir)
+    conservation(snap, count_units((sdir / "updates.jsonl").read_bytes()))
+
+
+@pytest.mark.parametrize("sdir", SESSIONS, ids=IDS)
+def test_reading_never_changes_the_native_home(sdir: Path) -> None:
+    home = sdir.parents[2]
+    before = fingerprint(home)
+    trajconv.read("grok", sdir)
+    assert fingerprint(home) == before
+
+
+def test_multi_turn_rules() -> None:
+    sdir = next(GROK.glob("multi-turn/sessions/*/*"))
+    snap = trajconv.read("grok", sdir)
+    kinds = [r.kind for r in snap.records]
+    assert kinds == [
+        "user",
+        "reasoning",
+        "tool-call",
+        "tool-call",
+        "tool-result",
+        "tool-result",
+        "assistant",
+        "user",
+        "tool-call",
+        "tool-result",
+        "assistant",
+    ]
+    # chunks of one prompt join with no separator; agent chunks too
+    assert snap.records[0].text == "What files are here? Also count lines in app.py."
+    assert snap.records[6].text == "Two files: app.py and README.md; wc failed."
+    # a shell that exits 2 is still ok for Grok; the exit status is kept apart
+    shell = snap.records[5].result
+    assert (shell.ok, shell.exit_code) == (True, 2)
+    assert snap.records[9].result.ok is False
+    # ids are unique although eventId suffixes repeat after the resume
+    event_ids = [
+        json.loads(x)["params"]["_meta"]["eventId"]
+        for x in (sdir / "updates.jsonl").read_text().splitlines()
+        if x.startswith("{") and x.endswith("}}}")
+    ]
+    assert len(set(event_ids)) < len(event_ids)
+    assert len({r.id for r in snap.records}) == len(snap.records)
+    assert snap.records[7].evidence.native_id == f"{snap.session.id}-42"
+    for code, count in [
+        ("repeated-terminal-result", 1),
+        ("torn-line", 2),
+        ("unknown-kind", 2),
+        ("superseded-progress", 3),
+        ("blank-line", 1),
+    ]:
+        assert snap.diagnostic_count(code) == count, code
+    assert snap.session.title == "List the demo files" and snap.session.branch == "main"
+
+
+def test_rewind_keeps_the_live_branch_and_counts_the_dead_one() -> None:
+    snap = trajconv.read("grok", next(GROK.glob("rewind/sessions/*/*")))
+    assert [r.text for r in snap.records] == [
+        "first question",
+        "first answer",
+        "second question, asked again",
+        "a better second answer",
+    ]
+    assert [r.turn for r in snap.records] == [0, 0, 1, 1]
+    assert snap.diagnostic_count("rewound") == 7
+    journal = next(a for a in snap.artifacts if a.name == "updates.jsonl")
+    assert "third answer" in journal.data  # the dead branch stays in artifacts
+
+
+def test_subagent_child_knows_its_parent_and_long_cwd() -> None:
+    child = next(p for p in GROK.glob("subagent/sessions/explore-*/*") if p.is_dir())
+    snap = trajconv.read("grok", child)
+    assert snap.session.parent_session_id == "019c0000-3333-7000-8000-000000000001"
+    assert snap.session.cwd == (child.parent / ".cwd").read_text()
+    assert layout.encode_cwd(snap.session.cwd) == child.parent.name
+
+
+def test_discover_lists_sessions_with_summary_only(tmp_path: Path) -> None:
+    refs = trajconv.discover("grok", GROK / "subagent")
+    assert {r.session_id for r in refs} == {
+        "019c0000-3333-7000-8000-000000000001",
+        "019c0000-3333-7000-8000-000000000002",
+    }
+    bare = tmp_path / "sessions" / "%2Fx" / "11111111-1111-4111-8111-111111111111"
+    bare.mkdir(parents=True)
+    (bare / "updates.jsonl").write_text("")
+    assert trajconv.discover("grok", tmp_path) == []  # no summary.json: absent, as Grok does
+
+
+def test_a_home_with_many_sessions_needs_session(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="--session"):
+        trajconv.read("grok", GROK / "subagent")
+    snap = trajconv.read("grok", GROK / "subagent", session="019c0000-3333-7000-8000-000000000002")
+    assert snap.source.locator.startswith("sessions/explore-")
+
+
+@pytest.mark.parametrize("bad", ["../x", "/abs", "a/b", "nul\x00", "..", ""])
+def test_hostile_session_ids_are_rejected(bad: str) -> None:
+    with pytest.raises(UnsafePathError):
+        trajconv.read("grok", GROK / "subagent", session=bad)
+
+
+def test_missing_or_broken_summary_costs_metadata_not_transcript(tmp_path: Path) -> None:
+    src = next(GROK.glob("rewind/sessions/*/*"))
+    sdir = tmp_path / "s" / src.name
+    sdir.mkdir(parents=True)
+    (sdir / "updates.jsonl").write_bytes((src / "updates.jsonl").read_bytes())
+    (sdir / "summary.json").write_text("{not json")
+    snap = trajconv.read("grok", sdir)
+    assert len(snap.records) == 4 and snap.session.title is None
+    assert snap.diagnostic_count("metadata-invalid") == 1
+
+
+# -- writer ------------------------------------------------------------------------------
+
+
+def _convert(sdir: Path, out: Path, **kw: object) -> tuple[trajconv.snapshot.Snapshot, Path]:
+    snap, export = trajconv.convert("grok", "grok", sdir, out, **kw)
+    return snap, export.out_dir
+
+
+@pytest.mark.parametrize("sdir", SESSIONS, ids=IDS)
+def test_writer_lines_validate_against_acp(sdir: Path, tmp_path: Path) -> None:
+    _snap, out = _convert(sdir, tmp_path / "out", allow_lossy=True)
+    schema = json.loads(ACP_SCHEMA.read_text())
+    validator = jsonschema.Draft202012Validator(
+        {"$defs": schema["$defs"], "$ref": "#/$defs/SessionNotification"}
+    )
+    lines = next(out.glob("home/.grok/sessions/*/*/updates.jsonl")).read_text().splitlines()
+    assert lines
+    for line in lines:
+        env = json.loads(line)
+        assert list(env)[-2:] == ["method", "params"]
+        assert env["method"] == "session/update"
+        validator.validate(env["params"])
+        dumped = SessionNotification.model_validate(env["params"]).model_dump(
+            by_alias=True, exclude_unset=True, mode="json"
+        )
+        assert dumped == env["params"]
+
+
+HOLDS = ("user", "assistant", "reasoning", "tool-call", "tool-result")
+
+
+@pytest.mark.parametrize("sdir", SESSIONS, ids=IDS)
+def test_grok_round_trip_keeps_every_record(sdir: Path, tmp_path: Path) -> None:
+    snap, export = trajconv.convert("grok", "grok", sdir, tmp_path / "out", allow_lossy=True)
+    again = trajconv.read("grok", session_dir(export.out_dir, "home/.grok/sessions/*/*"))
+    drop = set(pending_calls(snap)) | set(orphan_results(snap))
+    kept = snap.model_copy(update={"records": tuple(r for r in snap.records if r.id not in drop)})
+    assert merged_projection(again, HOLDS) == merged_projection(kept, HOLDS)
+    written = {d.code: d.count for d in export.diagnostics}
+    for kind in ("system", "observation"):
+        assert written.get(f"untranslated-{kind}", 0) == sum(r.kind == kind for r in snap.records)
+    assert again.session.title == snap.session.title and again.session.cwd == snap.session.cwd
+
+
+def test_export_tree_snapshot(tmp_path: Path, snapshot) -> None:
+    sdir = next(GROK.glob("multi-turn/sessions/*/*"))
+    _snap, out = _convert(sdir, tmp_path / "out")
+    assert export_tree(out) == snapshot
+
+
+def test_chat_history_puts_the_user_message_before_its_tool_calls(tmp_path: Path) -> None:
+    sdir = next(GROK.glob("subagent/sessions/%2F*/*"))
+    _snap, out = _convert(sdir, tmp_path / "out")
+    items = [
+        json.loads(x)
+        for x in next(out.glob("home/.grok/sessions/*/*/chat_history.jsonl"))
+        .read_text()
+        .splitlines()
+    ]
+    assert [i["type"] for i in items] == ["user", "assistant", "tool_result", "assistant"]
+    assert items[1]["tool_calls"][0]["id"] == "call_s"
+
+
+def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
+    src = next(GROK.glob("rewind/sessions/*/*"))
+    sdir = tmp_path / "s" / src.name
+    sdir.mkdir(parents=True)
+    lines = (src / "updates.jsonl").read_text().splitlines()
+    (sdir / "updates.jsonl").write_text("\n".join(lines[:1]) + "\n")
+    (sdir / "summary.json").write_bytes((src / "summary.json").read_bytes())
+    with pytest.raises(RefusedError, match="grok:L1"):
+        trajconv.convert("grok", "fx" if False else "grok", sdir, tmp_path / "o1")
+    assert not (tmp_path / "o1").exists()
+    trajconv.convert("grok", "grok", sdir, tmp_path / "o2", allow_lossy=True)
+    assert (tmp_path / "o2" / "trajconv-export.json").is_file()

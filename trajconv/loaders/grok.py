@@ -1,0 +1,522 @@
+"""Grok Build's real CLI as a native loader: install it pinned, list and replay a session.
+
+Facts used here are from ``shared/formats/grok-native-loader.md`` (observed on grok 1.0.41):
+
+* the npm postinstall writes into ``$GROK_HOME`` (default ``~/.grok``), so the install runs with
+  a scratch ``HOME`` and ``GROK_HOME``;
+* every ``grok`` start writes into ``$GROK_HOME`` too, so every run here gets a throw-away one;
+* ``grok agent stdio`` speaks ACP as one JSON-RPC object per line; ``session/list`` and the
+  ``session/load`` replay (notifications with ``params._meta.isReplay``) work offline. The load
+  only answers success when some model carries a credential, so the scratch ``config.toml`` names
+  a custom model after the summary's ``current_model_id`` with a dummy key and every endpoint on
+  loopback (nothing listens there; no inference happens during a load);
+* loading writes into the session (adds ``chat_history.jsonl`` when missing, and with a key also
+  appends a ``background_tasks`` line and rewrites ``summary.json``), so the session is always
+  copied into the scratch home first and never loaded in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs.grok import layout
+
+PACKAGE = "@xai-official/grok"
+VERSION = "1.0.41"
+
+#: folder under the tools dir that holds the npm prefix
+NPM_DIR = "npm-grok"
+
+#: a loopback address where nothing listens (discard port); every endpoint points here
+OFFLINE_BASE_URL = "http://127.0.0.1:9/v1"
+
+JsonObj = dict[str, Any]
+
+
+class GrokLoaderError(RuntimeError):
+    """The Grok CLI could not be installed, started, or did not answer in time."""
+
+
+@dataclass(frozen=True)
+class GrokLoadResult:
+    """What Grok's own loader made of one session (all from a throw-away copy)."""
+
+    grok_version: str
+    session_id: str
+    #: the session appears in ACP ``session/list`` for its cwd
+    listed: bool
+    #: ``title`` of the listed entry (Grok: ``generated_title``, else ``session_summary``)
+    title: str | None
+    #: ``cwd`` of the listed entry
+    listed_cwd: str | None
+    #: the whole listed entry as Grok sent it
+    list_entry: JsonObj | None
+    #: ``session/update`` / ``_x.ai/session/update`` notifications marked ``isReplay``, in order
+    replay: list[JsonObj]
+    #: every notification seen during the load call (replay and live), in order
+    load_notifications: list[JsonObj]
+    #: ``result`` of ``session/load`` (None on error)
+    load_result: JsonObj | None
+    #: ``error`` of ``session/load`` (None on success)
+    load_error: JsonObj | None
+    #: ``totalCount`` of ``_x.ai/session/updates`` (raw lines after rewind filtering)
+    raw_update_count: int | None
+    #: the error of ``_x.ai/session/updates`` (it fails for the whole file on one torn line)
+    raw_updates_error: JsonObj | None
+    #: sha256 of every file in the copied session dir, before and after the load (relative paths)
+    files_before: dict[str, str] = field(default_factory=dict)
+    files_after: dict[str, str] = field(default_factory=dict)
+    #: the last few KB of the agent's stderr, for diagnosing a failure
+    stderr_tail: str = ""
+
+    @property
+    def load_ok(self) -> bool:
+        return self.load_result is not None
+
+    @property
+    def files_added(self) -> list[str]:
+        return sorted(set(self.files_after) - set(self.files_before))
+
+    @property
+    def files_removed(self) -> list[str]:
+        return sorted(set(self.files_before) - set(self.files_after))
+
+    @property
+    def files_modified(self) -> list[str]:
+        return sorted(
+            p
+            for p in self.files_before
+            if p in self.files_after and self.files_before[p] != self.files_after[p]
+        )
+
+    @property
+    def files_changed(self) -> bool:
+        return self.files_before != self.files_after
+
+
+# --------------------------------------------------------------------------- install / find
+
+
+def binary_path(tools_dir: Path) -> Path:
+    """Where the pinned install puts the ``grok`` launcher (a link to the native binary)."""
+    return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "grok"
+
+
+#: variables passed through from the caller: search path, locale and TLS trust. Nothing else
+#: (no API keys, no real HOME).
+_PASS_ENV = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TERM",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+#: proxy settings, passed only to ``npm install`` (grok itself talks to loopback only)
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def scratch_env(
+    home: Path, extra: Mapping[str, str] | None = None, proxies: bool = False
+) -> dict[str, str]:
+    """A minimal environment whose HOME and GROK_HOME are the scratch ``home``."""
+    names = _PASS_ENV + _PROXY_ENV if proxies else _PASS_ENV
+    env = {k: v for k, v in os.environ.items() if k in names}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["HOME"] = str(home)
+    env["GROK_HOME"] = str(home / ".grok")
+    env["NO_COLOR"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def version(grok_bin: Path, timeout: float = 60.0) -> str:
+    """``grok --version`` run with a throw-away home, e.g. ``"grok 1.0.41 (4220f3b224a6)"``."""
+    with tempfile.TemporaryDirectory(prefix="trajconv-grok-ver-") as tmp:
+        try:
+            proc = subprocess.run(
+                [str(grok_bin), "--version"],
+                cwd=tmp,
+                env=scratch_env(Path(tmp), extra=_npm_env(), proxies=True),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GrokLoaderError(f"cannot run {grok_bin} --version: {exc}") from exc
+    out = proc.stdout.strip()
+    if proc.returncode != 0 or not out.startswith("grok "):
+        raise GrokLoaderError(
+            f"{grok_bin} --version failed (rc {proc.returncode}): "
+            f"{(proc.stdout + proc.stderr).strip()[-500:]}"
+        )
+    return out
+
+
+def _npm_env() -> dict[str, str]:
+    """The npm registry / CA settings of the caller's environment, if any."""
+    keep = ("npm_config_registry", "npm_config_cafile", "NPM_CONFIG_REGISTRY", "NPM_CONFIG_CAFILE")
+    return {k: v for k, v in os.environ.items() if k in keep}
+
+
+def find(tools_dir: Path) -> Path | None:
+    """The pinned ``grok`` under ``tools_dir`` if it runs and reports VERSION, else None."""
+    exe = binary_path(tools_dir)
+    if not exe.exists():
+        return None
+    try:
+        ver = version(exe)
+    except GrokLoaderError:
+        return None
+    return exe if ver.split()[1:2] == [VERSION] else None
+
+
+def install(tools_dir: Path, timeout: float = 600.0) -> Path:
+    """Install PACKAGE@VERSION into ``<tools_dir>/npm-grok`` (idempotent); return the binary.
+
+    The npm postinstall decompresses the native binary and copies it into ``$GROK_HOME/bin``;
+    HOME and GROK_HOME point at a scratch dir that is deleted afterwards, so it writes nowhere
+    real.
+    """
+    found = find(tools_dir)
+    if found is not None:
+        return found
+    npm = shutil.which("npm")
+    if npm is None:
+        raise GrokLoaderError("npm not found on PATH; install Node.js >= 18 to get the Grok loader")
+    prefix = tools_dir.absolute() / NPM_DIR
+    prefix.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="trajconv-grok-install-") as tmp:
+        try:
+            proc = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--save-exact",
+                    "--prefix",
+                    str(prefix),
+                    f"{PACKAGE}@{VERSION}",
+                ],
+                cwd=tmp,
+                env=scratch_env(Path(tmp), extra=_npm_env(), proxies=True),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise GrokLoaderError(f"npm install {PACKAGE}@{VERSION} failed: {exc}") from exc
+    if proc.returncode != 0:
+        raise GrokLoaderError(
+            f"npm install {PACKAGE}@{VERSION} failed (rc {proc.returncode}): "
+            f"{proc.stderr.strip()[-2000:]}"
+        )
+    found = find(tools_dir)
+    if found is None:
+        raise GrokLoaderError(
+            f"{binary_path(tools_dir)} does not report grok {VERSION} after npm install"
+        )
+    return found
+
+
+# --------------------------------------------------------------------------- offline config
+
+
+def offline_config(
+    model_id: str, base_url: str = OFFLINE_BASE_URL, api_backend: str | None = None
+) -> str:
+    """The loopback-only ``config.toml`` of grok-native-loader.md §3.
+
+    ``model_id`` should be the session's ``current_model_id``: otherwise a load announces
+    ``model_auto_switched`` and rewrites the summary's model. The ``api_key`` only has to exist
+    (it makes ``initialize`` pick the ``xai.api_key`` auth method); it is sent only to
+    ``base_url``.
+    """
+    root = base_url.rstrip("/")
+    if root.endswith("/v1"):
+        root = root[: -len("/v1")]
+    q = json.dumps  # TOML basic strings accept JSON string escapes for these values
+    lines = [
+        "[cli]",
+        "auto_update = false",
+        "",
+        "[features]",
+        'telemetry = "off"',
+        "session_recap = false",
+        "campaigns = false",
+        "",
+        "[endpoints]",
+        f"cli_chat_proxy_base_url = {q(base_url)}",
+        f"models_base_url = {q(base_url)}",
+        f"models_list_url = {q(base_url.rstrip('/') + '/models')}",
+        f"xai_api_base_url = {q(base_url)}",
+        f"feedback_base_url = {q(root)}",
+        f"managed_config_url = {q(root)}",
+        f"trace_upload_url = {q(root)}",
+        "",
+        "[models]",
+        f"default = {q(model_id)}",
+        "",
+        f"[model.{q(model_id)}]",
+        f"model = {q(model_id)}",
+        f"base_url = {q(base_url)}",
+        'name = "Offline stub"',
+        'api_key = "dummy-not-a-key"',
+        "context_window = 128000",
+    ]
+    if api_backend is not None:
+        lines.append(f"api_backend = {q(api_backend)}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- JSON-RPC client
+
+
+class _StdioRpc:
+    """Line-delimited JSON-RPC 2.0 over a child's stdin/stdout (what ``grok agent stdio`` speaks).
+
+    Requests the agent sends to us (they carry ``method`` and ``id``) are refused with -32601.
+    """
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+            )
+        except OSError as exc:
+            self._stderr.close()
+            raise GrokLoaderError(f"cannot start {argv[0]}: {exc}") from exc
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._next_id = 0
+        self.final_stderr = ""
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self._lines.put(raw)
+        self._lines.put(None)
+
+    def _send(self, msg: JsonObj) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise GrokLoaderError(
+                f"grok agent stdio closed its input: {exc}; stderr: {self.stderr_tail()}"
+            ) from exc
+
+    def call(self, method: str, params: JsonObj, timeout: float) -> tuple[JsonObj, list[JsonObj]]:
+        """Send one request; return (response, notifications received before it)."""
+        self._next_id += 1
+        rid = self._next_id
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        notes: list[JsonObj] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GrokLoaderError(
+                    f"no answer to {method} within {timeout:.0f}s; stderr: {self.stderr_tail()}"
+                )
+            try:
+                raw = self._lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            if raw is None:
+                raise GrokLoaderError(
+                    f"grok agent stdio exited before answering {method} "
+                    f"(rc {self.proc.poll()}); stderr: {self.stderr_tail()}"
+                )
+            try:
+                msg = json.loads(raw)
+            except json.JSONDecodeError:
+                continue  # not protocol output; ignore
+            if not isinstance(msg, dict):
+                continue
+            if "method" in msg and "id" in msg:
+                self._send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {"code": -32601, "message": "not supported by trajconv"},
+                    }
+                )
+            elif "method" in msg:
+                notes.append(msg)
+            elif msg.get("id") == rid:
+                return msg, notes
+
+    def stderr_tail(self, limit: int = 4000) -> str:
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - limit))
+            return self._stderr.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Close stdin (the agent exits 0 on EOF); kill it if it lingers."""
+        try:
+            if self.proc.stdin is not None and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=timeout)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.final_stderr = self.stderr_tail()
+        self._stderr.close()
+
+
+# --------------------------------------------------------------------------- check
+
+
+def _hash_tree(root: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _locate_session(sessions: Path, session_id: str, cwd: str) -> Path | None:
+    first = sessions / layout.encode_cwd(cwd) / session_id
+    if (first / "summary.json").is_file():
+        return first
+    for group in sorted(p for p in sessions.iterdir() if p.is_dir()):
+        cand = group / session_id
+        if (cand / "summary.json").is_file():
+            return cand
+    return None
+
+
+def _model_id(session_dir: Path) -> str:
+    try:
+        summary = json.loads((session_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "grok-build"
+    model = summary.get("current_model_id") if isinstance(summary, dict) else None
+    return model if isinstance(model, str) and model else "grok-build"
+
+
+def check(
+    grok_bin: Path, home_dir: Path, session_id: str, cwd: str, timeout: float = 60.0
+) -> GrokLoadResult:
+    """List and load one session with Grok's own loader, on a throw-away copy.
+
+    ``home_dir`` is an export's ``home/`` folder: it holds ``.grok/sessions/<encoded cwd>/<id>/``
+    (a folder holding ``sessions/`` directly, i.e. a GROK_HOME, is accepted too). The whole
+    ``sessions`` tree is copied into a fresh scratch GROK_HOME with the offline config; ``grok
+    agent stdio`` is run in a scratch directory and asked ``initialize``, ``session/list`` (cwd),
+    ``_x.ai/session/updates`` and ``session/load``. ``timeout`` bounds each request.
+    """
+    src_sessions = home_dir.absolute() / ".grok" / "sessions"
+    if not src_sessions.is_dir():
+        src_sessions = home_dir.absolute() / "sessions"
+    if not src_sessions.is_dir():
+        raise GrokLoaderError(f"no .grok/sessions under {home_dir}")
+    grok_bin = grok_bin.absolute()
+    home_dir = home_dir.absolute()
+    grok_version = version(grok_bin)
+    with tempfile.TemporaryDirectory(prefix="trajconv-grok-load-") as tmp:
+        scratch = Path(tmp)
+        home = scratch / "home"
+        grok_home = home / ".grok"
+        spawn_dir = scratch / "spawn"
+        spawn_dir.mkdir()
+        grok_home.mkdir(parents=True)
+        shutil.copytree(src_sessions, grok_home / "sessions", symlinks=True)
+        session_dir = _locate_session(grok_home / "sessions", session_id, cwd)
+        (grok_home / "config.toml").write_text(
+            offline_config(_model_id(session_dir) if session_dir else "grok-build"),
+            encoding="utf-8",
+        )
+        before = _hash_tree(session_dir) if session_dir else {}
+        rpc = _StdioRpc([str(grok_bin), "agent", "stdio"], spawn_dir, scratch_env(home))
+        try:
+            init, _ = rpc.call(
+                "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, timeout
+            )
+            if "error" in init:
+                raise GrokLoaderError(f"initialize failed: {init['error']}")
+            listed, _ = rpc.call("session/list", {"cwd": cwd}, timeout)
+            entry: JsonObj | None = None
+            for item in (listed.get("result") or {}).get("sessions") or []:
+                if isinstance(item, dict) and item.get("sessionId") == session_id:
+                    entry = item
+                    break
+            raw, _ = rpc.call(
+                "_x.ai/session/updates", {"sessionId": session_id, "cwd": cwd}, timeout
+            )
+            raw_result = raw.get("result")
+            raw_count = raw_result.get("totalCount") if isinstance(raw_result, dict) else None
+            load, notes = rpc.call(
+                "session/load", {"sessionId": session_id, "cwd": cwd, "mcpServers": []}, timeout
+            )
+        finally:
+            rpc.close()
+        stderr_tail = rpc.final_stderr
+        after = _hash_tree(session_dir) if session_dir else {}
+    replay = [
+        n
+        for n in notes
+        if n.get("method") in ("session/update", "_x.ai/session/update")
+        and isinstance(n.get("params"), dict)
+        and (n["params"].get("_meta") or {}).get("isReplay") is True
+    ]
+    title = entry.get("title") if entry else None
+    listed_cwd = entry.get("cwd") if entry else None
+    return GrokLoadResult(
+        grok_version=grok_version,
+        session_id=session_id,
+        listed=entry is not None,
+        title=title if isinstance(title, str) else None,
+        listed_cwd=listed_cwd if isinstance(listed_cwd, str) else None,
+        list_entry=entry,
+        replay=replay,
+        load_notifications=notes,
+        load_result=load.get("result") if isinstance(load.get("result"), dict) else None,
+        load_error=load.get("error") if isinstance(load.get("error"), dict) else None,
+        raw_update_count=raw_count if isinstance(raw_count, int) else None,
+        raw_updates_error=raw.get("error") if isinstance(raw.get("error"), dict) else None,
+        files_before=before,
+        files_after=after,
+        stderr_tail=stderr_tail,
+    )
