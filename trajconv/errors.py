@@ -15,7 +15,8 @@ EXIT_REFUSED = 3
 
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
-    EXIT_BAD_INPUT: "bad input: a native file or Snapshot could not be read or failed verification",
+    EXIT_BAD_INPUT: "bad input: a native file or Snapshot could not be read, "
+    "or failed verification",
     EXIT_USAGE: "usage error: unknown command, codec, option or session",
     EXIT_REFUSED: "refused: the session cannot be continued truthfully in the target "
     "(use --allow-lossy), or writing would replace an existing file or session",
