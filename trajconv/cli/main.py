@@ -352,6 +352,62 @@ def discover(harness: str | None, home: Path | None, as_json: bool) -> None:
         click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
 
 
+@cli.command()
+@click.option(
+    "--write",
+    "write_",
+    is_flag=True,
+    help="run every pair on every fixture (and the native loaders installed here) "
+    "and regenerate evidence/parity.json and evidence/matrix.md",
+)
+@click.option(
+    "--check",
+    "check_",
+    is_flag=True,
+    help="exit 1 when the evidence is stale, a pair lost records, or a pair regressed",
+)
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def parity(write_: bool, check_: bool, as_json: bool) -> None:
+    """Which harness pairs are supported, and how each claim was verified."""
+    from trajconv import parity as parity_mod
+
+    if check_:
+        problems = parity_mod.check()
+        if as_json:
+            _emit_json({"ok": not problems, "problems": problems})
+        else:
+            for p in problems:
+                click.echo(f"parity: {p}", err=True)
+            if not problems:
+                click.echo("parity evidence is current")
+        if problems:
+            sys.exit(1)
+        return
+    if write_:
+        from rich.console import Console
+
+        from trajconv.loaders.verify import check_export
+
+        console = Console(stderr=True)
+        with console.status("running the conversion matrix") as status:
+            data = parity_mod.build(
+                loader_check=check_export, progress=lambda msg: status.update(msg)
+            )
+        parity_mod.write(data)
+        lost = sum(1 for p in data["pairs"] if any(v["lost"] for v in p["kinds"].values()))
+        click.echo(
+            f"wrote {parity_mod.EVIDENCE / 'parity.json'} and matrix.md "
+            f"({len(data['pairs'])} pair runs, {lost} with losses)",
+            err=True,
+        )
+    else:
+        data = parity_mod.load_evidence()
+    if as_json:
+        _emit_json(data)
+        return
+    click.echo(parity_mod.render_markdown(data), nl=False)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

@@ -1,0 +1,105 @@
+"""Load a written export with the real harness, one uniform verdict per target.
+
+Used by ``trajconv parity --write``: ``check_export(target, export, written)``
+returns ``None`` when the target has no native loader installed here, else
+``{"ok", "version", "detail"}``. ``written`` is the export read back by the
+target's own reader; the loader must list the session and replay as many
+conversational items as that reader found.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs.base import Export
+from trajconv.loaders import tools_dir
+from trajconv.snapshot.models import Snapshot
+
+Verdict = dict[str, Any]
+
+
+def _grok(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import grok
+
+    exe = grok.find(tools_dir())
+    if exe is None:
+        return None
+    r = grok.check(exe, export.out_dir / "home", export.session_id, written.session.cwd or "")
+    texts = sum(r_.kind in ("user", "assistant", "reasoning") for r_ in written.records)
+    replayed_texts = sum(
+        n["params"]["update"]["sessionUpdate"]
+        in ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
+        for n in r.replay
+    )
+    ok = r.listed and r.load_ok and replayed_texts >= texts
+    return {
+        "ok": ok,
+        "version": r.grok_version,
+        "detail": f"listed={r.listed} load_ok={r.load_ok} replayed={len(r.replay)}",
+    }
+
+
+def _copilot(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import copilot
+
+    exe = copilot.find(tools_dir())
+    if exe is None:
+        return None
+    r = copilot.check(exe, export.out_dir / "home", export.session_id, written.session.cwd or "")
+    ok = r.listed and r.loaded and r.files_before == r.files_after
+    return {
+        "ok": ok,
+        "version": r.version,
+        "detail": f"listed={r.listed} loaded={r.loaded} replayed={len(r.updates)}"
+        + (f" error={r.load_error}" if r.load_error else ""),
+    }
+
+
+def _deepagents(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import deepagents
+
+    if deepagents.find(tools_dir()) is None:
+        return None
+    r = deepagents.check(export.out_dir, tools_dir())
+    return {"ok": r.ok, "version": deepagents.VERSION, "detail": str(r.outcomes)}
+
+
+def _cursor(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import cursor
+
+    if cursor.find(tools_dir()) is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trajconv-cursor-home-") as home:
+        # The export is a readout; its prepare.py builds the store Cursor opens.
+        subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", home],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        r = cursor.check(
+            Path(home), export.session_id, written.session.cwd or "", tools_dir=tools_dir()
+        )
+    return {
+        "ok": r.ok and r.error is None,
+        "version": r.sdk_version,
+        "detail": f"messages={len(r.messages)} turns={len(r.turns)}"
+        + (f" error={r.error}" if r.error else ""),
+    }
+
+
+CHECKS = {"grok": _grok, "copilot": _copilot, "deepagents": _deepagents, "cursor": _cursor}
+
+
+def check_export(target: str, export: Export, written: Snapshot) -> Verdict | None:
+    fn = CHECKS.get(target)
+    if fn is None:
+        return None
+    try:
+        return fn(export, written)
+    except Exception as exc:  # a loader that crashes is a failed check, recorded as such
+        return {"ok": False, "version": None, "detail": f"{type(exc).__name__}: {exc}"}
