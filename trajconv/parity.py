@@ -265,6 +265,7 @@ def build(
 
 def inventory_row(codec: Codec, pairs: list[PairResult]) -> dict[str, Any]:
     loads = [p.loader for p in pairs if p.target == codec.name and p.loader]
+    loader: dict[str, Any]
     if not loads:
         loader = {"status": "none"}
     else:

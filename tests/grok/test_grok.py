@@ -235,3 +235,24 @@ def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
     assert not (tmp_path / "o1").exists()
     trajconv.convert("grok", "grok", sdir, tmp_path / "o2", allow_lossy=True)
     assert (tmp_path / "o2" / "trajconv-export.json").is_file()
+
+
+def test_planted_credentials_never_reach_snapshot_or_export(tmp_path: Path) -> None:
+    src = next(GROK.glob("rewind/sessions/*/*"))
+    sdir = tmp_path / "sessions" / src.parent.name / src.name
+    sdir.mkdir(parents=True)
+    (sdir / "updates.jsonl").write_bytes((src / "updates.jsonl").read_bytes())
+    summary = json.loads((src / "summary.json").read_text())
+    summary["api_key"] = "xai-PLANTED-SECRET-1"
+    summary["auth"] = {"access_token": "PLANTED-SECRET-2", "user": "me"}
+    (sdir / "summary.json").write_text(json.dumps(summary))
+    (sdir / "tool_state.json").write_text(json.dumps({"mcp": [{"password": "PLANTED-SECRET-3"}]}))
+    snap, export = trajconv.convert("grok", "grok", sdir, tmp_path / "out")
+    dumped = io.dumps(snap).decode()
+    assert "PLANTED-SECRET" not in dumped
+    assert snap.diagnostic_count("secret-dropped") == 3
+    assert "$.auth.access_token" in " ".join(s for d in snap.diagnostics for s in d.samples)
+    for path in export.out_dir.rglob("*"):
+        if path.is_file():
+            assert b"PLANTED-SECRET" not in path.read_bytes(), path
+    assert io.verify(snap).ok

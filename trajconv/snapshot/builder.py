@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from trajconv.snapshot import hashing
+from trajconv.snapshot import hashing, secrets
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
     FORMAT,
@@ -163,6 +163,11 @@ class SnapshotBuilder:
 
     # -- artifacts ---------------------------------------------------------------
     def add_artifact(self, name: str, media_type: str, data: bytes) -> Artifact:
+        """Keep a native file's bytes; JSON documents lose credential-looking members."""
+        if media_type == "application/json":
+            data, dropped = secrets.strip_json_bytes(data)
+            for path in dropped:
+                self.diagnostics.add("secret-dropped", f"{name}:{path}")
         art = artifact_from_bytes(name, media_type, data)
         self._artifacts[name] = art
         return art

@@ -125,11 +125,25 @@ _CODES: tuple[Code, ...] = (
     _w("untranslated-exit-code", "info", "process exit status the target cannot hold was left out"),
     _w("untranslated-model", "info", "model name the target cannot hold was left out"),
     _w("untranslated-time", "info", "timestamps the target cannot hold were left out"),
+    _w("untranslated-title", "info", "session title the target cannot hold was left out"),
+    _w(
+        "untranslated-steering",
+        "warning",
+        "user guidance given inside a running turn, which the target cannot hold, was left out",
+    ),
+    _w(
+        "defaults-assumed",
+        "info",
+        "fields the target requires and the source lacks were set to the target's own defaults",
+    ),
     _w(
         "untranslated-artifact", "info", "native sidecar bytes the target cannot hold were left out"
     ),
-    _w("untranslated-message-boundary", "info",
-       "consecutive messages of one role become one message in the target"),
+    _w(
+        "untranslated-message-boundary",
+        "info",
+        "consecutive messages of one role become one message in the target",
+    ),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
     _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
     _w(

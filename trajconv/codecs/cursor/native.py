@@ -170,7 +170,13 @@ class SqliteBlobSource(BlobSource):
         data = row[0]
         if isinstance(data, str):  # tolerate TEXT-typed rows from third-party writers
             return data.encode("utf-8")
-        return bytes(data) if data is not None else b""
+        if data is None:
+            return b""
+        if not isinstance(data, bytes):
+            raise FormatError(
+                self.name, f"blob column holds a {type(data).__name__}, not bytes", blob=blob_hex
+            )
+        return data
 
 
 class ReadoutBlobSource(BlobSource):
@@ -183,14 +189,15 @@ class ReadoutBlobSource(BlobSource):
 
 
 def _connect_ro(path: Path) -> sqlite3.Connection:
-    # WAL: a reader opening with mode=ro still creates -wal/-shm when they are absent.
-    # No -wal beside the file means no writer has it open (Cursor keeps the WAL while
-    # open), so the file is opened immutable and nothing is created next to it.
-    wal = path.with_name(path.name + "-wal")
-    flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True)
+    # Opened immutable, so SQLite creates and touches nothing beside the file. Only called
+    # on a store with no -wal/-shm, or on a private copy of db + -wal + -shm.
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
     con.execute("PRAGMA query_only = 1")
     return con
+
+
+def _in_wal_use(path: Path) -> bool:
+    return any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
 
 
 @dataclass
@@ -200,22 +207,30 @@ class _Opened:
 
 
 def open_store(path: Path) -> _Opened:
-    """Open read-only; if locked (Cursor running) read a private copy of db + -wal + -shm."""
-    try:
-        con = _connect_ro(path)
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return _Opened(con, None)
-    except sqlite3.OperationalError:
-        pass  # locked or not openable in place: fall back to a private copy
-    except sqlite3.DatabaseError as exc:
-        raise FormatError(path, f"not a readable SQLite database ({exc})") from None
+    """Open read-only, changing nothing on disk.
+
+    A store with a -wal or -shm beside it is in use (or was left so): even a ``mode=ro``
+    reader writes to -shm, so such a store is read through a private copy of
+    db + -wal + -shm, whose WAL SQLite may then replay in the copy.
+    """
+    if not _in_wal_use(path):
+        try:
+            con = _connect_ro(path)
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return _Opened(con, None)
+        except sqlite3.OperationalError:
+            pass  # locked or not openable in place: fall back to a private copy
+        except sqlite3.DatabaseError as exc:
+            raise FormatError(path, f"not a readable SQLite database ({exc})") from None
     tmp = tempfile.TemporaryDirectory(prefix="trajconv-cursor-")
     for suffix in ("", "-wal", "-shm"):
         part = path.with_name(path.name + suffix)
         if part.is_file():
             shutil.copyfile(part, Path(tmp.name) / ("store.db" + suffix))
     try:
-        con = _connect_ro(Path(tmp.name) / "store.db")
+        copy = Path(tmp.name) / "store.db"
+        # Not immutable: the copy's WAL must be replayed to see the latest commits.
+        con = sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         tmp.cleanup()

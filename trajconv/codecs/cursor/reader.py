@@ -21,6 +21,7 @@ root state item and unknown protobuf field listed above.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -248,7 +249,11 @@ def session_of(store: native.CursorStore) -> Session:
 def read_native(path: Path, limits: Limits) -> native.CursorStore:
     if path.name.endswith(layout.READOUT_SUFFIX) or path.suffix == ".json":
         return native.read_readout(path, max_blob=limits.max_line_bytes)
-    return native.read_store(path, max_blob=limits.max_line_bytes)
+    try:
+        return native.read_store(path, max_blob=limits.max_line_bytes)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        # A damaged page can surface anywhere in a query; it is bad input, not a crash.
+        raise FormatError(path, f"damaged SQLite store ({type(exc).__name__}: {exc})") from None
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:

@@ -1,0 +1,121 @@
+"""One robustness case: mutate a copy of a fixture, read it, classify what happened.
+
+Allowed outcomes: a Snapshot that validates against the schema, verifies and
+satisfies conservation, or a ``FormatError`` naming the file. Anything else (a
+traceback, a hang, a changed native file) is a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import signal
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from tests.helpers import FIXTURES, conservation, fingerprint
+from tests.robustness import mutate
+from trajconv.codecs import registry
+from trajconv.codecs.jsonl import count_units
+from trajconv.errors import FormatError
+from trajconv.snapshot import io
+from trajconv.snapshot.models import Snapshot
+
+CASE_SECONDS = 60  # a hang guard, not a speed target
+
+
+def _journal_units(name: str) -> Callable[[Snapshot], int]:
+    def units(snap: Snapshot) -> int:
+        art = next((a for a in snap.artifacts if a.name == name), None)
+        data = io.artifact_bytes(art.model_dump(), None) if art else b""
+        return count_units(data or b"")
+
+    return units
+
+
+def _cursor_units(snap: Snapshot) -> int:
+    from trajconv.codecs.cursor import reader
+
+    return reader.units_seen(snap)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a codec's fixtures keep the file to mutate, and how to count its units."""
+
+    harness: str
+    pattern: str  # glob under fixtures/<harness>/ for the file to mutate
+    kind: str  # "text" or "sqlite"
+    units: Callable[[Snapshot], int]
+
+
+TARGETS: dict[str, Target] = {
+    "grok": Target("grok", "*/sessions/*/*/updates.jsonl", "text", _journal_units("updates.jsonl")),
+    "cursor": Target("cursor", "*/store.db", "sqlite", _cursor_units),
+}
+
+
+def fixture_files(target: Target) -> list[Path]:
+    return sorted((FIXTURES / target.harness).glob(target.pattern))
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(_sig: int, _frame: FrameType | None) -> None:
+    raise _Timeout
+
+
+def run_case(target: Target, mutation: str, seed: int, work: Path) -> str:
+    """Run one case; return its outcome ``snapshot`` / ``format-error`` or raise AssertionError."""
+    r = random.Random(seed)
+    source = r.choice(fixture_files(target))
+    case_root = source.relative_to(FIXTURES / target.harness).parts[0]
+    home = work / case_root
+    shutil.copytree(FIXTURES / target.harness / case_root, home)
+    victim = home / source.relative_to(FIXTURES / target.harness / case_root)
+    if target.kind == "text":
+        data = victim.read_bytes()
+        victim.write_bytes(mutate.TEXT_MUTATIONS[mutation](r, data) if data else data)
+    else:
+        # a mutation that cannot apply (the store is already broken) leaves it as it is
+        with contextlib.suppress(Exception):
+            mutate.sqlite_mutations()[mutation](r, victim)
+    read_path = victim.parent if target.kind == "text" else victim
+    before = fingerprint(home)
+    codec = registry.get(target.harness)
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(CASE_SECONDS)
+    try:
+        snap = codec.read(read_path)
+        outcome = "snapshot"
+    except FormatError as exc:
+        assert exc.file, f"FormatError without a file: {exc}"
+        outcome = "format-error"
+    except _Timeout:
+        raise AssertionError(f"{mutation} seed {seed}: no answer in {CASE_SECONDS} s") from None
+    except Exception:
+        raise AssertionError(
+            f"{target.harness} {mutation} seed {seed} on {source.name}: "
+            f"{traceback.format_exc(limit=-3)}"
+        ) from None
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert fingerprint(home) == before, "the reader changed the native home"
+    if outcome == "snapshot":
+        again = io.loads(io.dumps(snap))  # validates against the published schema
+        assert io.verify(again).ok
+        conservation(snap, target.units(snap))
+    return outcome
+
+
+def mutations(target: Target) -> list[str]:
+    if target.kind == "text":
+        return list(mutate.TEXT_MUTATIONS)
+    return list(mutate.sqlite_mutations())

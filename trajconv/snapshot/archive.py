@@ -1,0 +1,951 @@
+"""The archive store: Snapshots by id, artifacts once by sha256, an SQLite index.
+
+A store is a folder (format ``trajconv.store/1``)::
+
+    STORE/trajconv-store.json    marker: {"format": "trajconv.store/1"}
+    STORE/snapshots/<hex>.json   a Snapshot whose artifacts leave ``data`` out; its id is
+                                 the same either way (DESIGN §2, §3)
+    STORE/artifacts/<sha256>     the bytes of every artifact, once per digest
+    STORE/index.sqlite           one row per archived Snapshot of a session
+    STORE/tmp/                   files being written; anything left there is an unfinished write
+
+Writes are crash-safe: a file is written under ``tmp/``, fsynced and renamed into
+place; the index row that points at a Snapshot is inserted last, in one
+transaction, after the Snapshot and all its artifacts are in place. So the index
+only ever points at complete Snapshots. A Snapshot file without an index row
+(left by an interrupted run) is complete and harmless, and is indexed when its
+session is archived again. Nothing here deletes a Snapshot, an artifact or a row.
+
+The store knows no codec: it imports only ``trajconv.snapshot`` and
+``trajconv.errors``. Discovering and reading sessions is ``trajconv.archive``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import io as _io
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import sys
+import tarfile
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Literal
+
+import orjson
+
+from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
+from trajconv.snapshot import hashing
+from trajconv.snapshot import io as snapio
+from trajconv.snapshot.builder import iso_ms
+from trajconv.snapshot.models import Snapshot
+
+if sys.platform != "win32":
+    import fcntl
+
+STORE_FORMAT = "trajconv.store/1"
+EXPORT_FORMAT = "trajconv.store-export/1"
+MARKER = "trajconv-store.json"
+SNAPSHOTS = "snapshots"
+ARTIFACTS = "artifacts"
+INDEX = "index.sqlite"
+TMP = "tmp"
+LOCK = ".lock"
+EXPORT_ROOT = "trajconv-store"
+EXPORT_MANIFEST = "MANIFEST.json"
+
+Relation = Literal["first", "extends", "diverged", "unchanged"]
+RELATIONS: tuple[str, ...] = ("first", "extends", "diverged", "unchanged")
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+_CHUNK = 1024 * 1024
+_MEMBER = re.compile(rf"({SNAPSHOTS}/[0-9a-f]{{64}}\.json|{ARTIFACTS}/[0-9a-f]{{64}})")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS archived (
+    row           INTEGER PRIMARY KEY,
+    harness       TEXT NOT NULL,
+    session_id    TEXT NOT NULL,
+    snapshot_id   TEXT NOT NULL,
+    fingerprint   TEXT NOT NULL,
+    archived_at   TEXT NOT NULL,
+    relation      TEXT NOT NULL
+                  CHECK (relation IN ('first', 'extends', 'diverged', 'unchanged')),
+    previous_id   TEXT,
+    records       INTEGER NOT NULL,
+    last_hash     TEXT,
+    facts_changed INTEGER NOT NULL DEFAULT 0,
+    locator       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS archived_session ON archived (harness, session_id, row);
+"""
+_COLUMNS = (
+    "harness, session_id, snapshot_id, fingerprint, archived_at, relation, previous_id, "
+    "records, last_hash, facts_changed, locator"
+)
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """One archived Snapshot of one session, as the index records it."""
+
+    harness: str
+    session_id: str
+    snapshot_id: str
+    fingerprint: str
+    """The native fingerprint the session had when it was read (cheap: stat, no content)."""
+    archived_at: str
+    relation: str
+    """``first``, ``extends`` (the previous chain is a prefix), ``diverged`` or ``unchanged``."""
+    previous_id: str | None
+    records: int
+    last_hash: str | None
+    facts_changed: bool
+    """Session facts or source differ from the previous Snapshot (title, updated_at, ...)."""
+    locator: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Added:
+    """What ``Store.add`` did."""
+
+    row: IndexRow
+    snapshot_written: bool
+    artifacts_written: int
+    bytes_written: int
+
+
+@dataclass
+class StoreReport:
+    """``Store.verify``: problems make the store fail; notes are harmless findings."""
+
+    path: str
+    snapshots: int = 0
+    artifacts: int = 0
+    index_rows: int = 0
+    sessions: int = 0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What ``export_store`` / ``import_store`` moved."""
+
+    file: str
+    store: str
+    files: int
+    bytes: int
+    snapshots: int
+    index_rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def now_iso() -> str:
+    return iso_ms(datetime.now(UTC))
+
+
+def is_store(path: Path) -> bool:
+    return (path / MARKER).is_file()
+
+
+def id_hex(snapshot_id: str) -> str:
+    hexpart = snapshot_id.removeprefix(hashing.PREFIX)
+    if not _HEX.match(hexpart):
+        raise UsageError(f"{snapshot_id!r} is not a Snapshot id (sha256:<64 hex>)")
+    return hexpart
+
+
+def relation_of(previous: Mapping[str, Any] | None, snapshot: Snapshot) -> tuple[Relation, bool]:
+    """How ``snapshot`` relates to the ``previous`` stored document of its session.
+
+    ``extends`` when the previous record chain is a prefix of the new one: the old
+    last record hash equals the new record hash at the same position (DESIGN §3).
+    Session facts (title, ``updated_at``) are hashed into the chain head, so a harness
+    that touches them while the session grows changes every hash; the previous
+    records are then re-chained under the new head, which is the same test on the
+    records themselves. The second value says whether source or session facts changed.
+    """
+    if previous is None:
+        return "first", False
+    source = snapshot.source.model_dump(mode="json")
+    session = snapshot.session.model_dump(mode="json")
+    facts_changed = previous["source"] != source or previous["session"] != session
+    if previous["id"] == snapshot.id:
+        return "unchanged", False
+    old = previous["records"]
+    n = len(old)
+    if n > len(snapshot.records):
+        return "diverged", facts_changed
+    if n == 0:
+        return "extends", facts_changed
+    if snapshot.records[n - 1].hash == old[n - 1]["hash"]:
+        return "extends", facts_changed
+    if facts_changed:
+        digest = hashing.header_digest(snapshot.format, source, session)
+        for rec in old:
+            digest = hashing.record_digest(digest, rec)
+        if hashing.tag(digest) == snapshot.records[n - 1].hash:
+            return "extends", True
+    return "diverged", facts_changed
+
+
+def _fsync_dir(path: Path) -> None:
+    if sys.platform == "win32":  # pragma: no cover - directories cannot be opened there
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _stored_document(snapshot: Snapshot) -> tuple[bytes, list[tuple[str, bytes]]]:
+    """The document with artifacts' ``data`` left out, and (sha256, bytes) of each artifact."""
+    doc = snapshot.model_dump(mode="json")
+    blobs: list[tuple[str, bytes]] = []
+    for art in doc["artifacts"]:
+        if art.get("data") is not None:
+            data = snapio.artifact_bytes(art, None)
+            assert data is not None
+            if len(data) != art["size"] or hashlib.sha256(data).hexdigest() != art["sha256"]:
+                raise VerifyError(
+                    f"artifact {art['name']} of {snapshot.id}: bytes do not match sha256/size"
+                )
+            blobs.append((art["sha256"], data))
+        art["data"] = None
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", blobs
+
+
+def hydrate(doc: dict[str, Any], resolve: snapio.ArtifactResolver, name: str) -> dict[str, Any]:
+    """Put each artifact's ``data`` back, encoded as the artifact says (in place)."""
+    for art in doc.get("artifacts", []):
+        if not isinstance(art, dict) or art.get("data") is not None:
+            continue
+        data = resolve(str(art.get("sha256")))
+        if data is None:
+            raise FormatError(name, f"artifact {art.get('name')!r} is not in the store")
+        if art.get("encoding") == "base64":
+            art["data"] = base64.b64encode(data).decode("ascii")
+        else:
+            try:
+                art["data"] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise FormatError(
+                    name, f"artifact {art.get('name')!r}: stored bytes are not UTF-8"
+                ) from None
+    return doc
+
+
+class Store:
+    """An archive store folder. Open with ``Store.open``; use as a context manager."""
+
+    def __init__(self, root: Path, conn: sqlite3.Connection, *, writable: bool) -> None:
+        self.root = root
+        self.conn = conn
+        self.writable = writable
+        self._lock_fd: int | None = None
+
+    # -- opening ---------------------------------------------------------------------
+    @classmethod
+    def open(cls, root: Path, *, create: bool = False, write: bool = False) -> Store:
+        """Open ``root``; ``create`` makes a new store in a missing or empty folder.
+
+        A writable store holds an exclusive lock, so two archive runs never interleave.
+        """
+        root = Path(root)
+        if not is_store(root):
+            if not create:
+                raise FormatError(root, f"not a trajconv store (no {MARKER})")
+            if root.exists() and (not root.is_dir() or any(root.iterdir())):
+                raise RefusedError(
+                    f"{root} exists and is neither a trajconv store nor an empty folder; "
+                    "refusing to write a store into it"
+                )
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for sub in (SNAPSHOTS, ARTIFACTS, TMP):
+                (root / sub).mkdir(mode=0o700, exist_ok=True)
+            marker = orjson.dumps({"format": STORE_FORMAT}) + b"\n"
+            cls._atomic_write(root, root / MARKER, marker)
+            write = True
+        try:
+            fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            fmt = None
+        if fmt != STORE_FORMAT:
+            raise FormatError(root / MARKER, f"format is {fmt!r}, expected {STORE_FORMAT!r}")
+        if write:
+            for sub in (SNAPSHOTS, ARTIFACTS, TMP):
+                (root / sub).mkdir(mode=0o700, exist_ok=True)
+            conn = sqlite3.connect(root / INDEX, isolation_level=None)
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.executescript(_SCHEMA)
+        else:
+            index = root / INDEX
+            if not index.is_file():
+                raise FormatError(index, "missing: the store has no index")
+            # A plain connection (only SELECTs follow) so SQLite can roll back the hot
+            # journal of a run that was killed mid-transaction; mode=ro could not.
+            conn = sqlite3.connect(index)
+        store = cls(root, conn, writable=write)
+        if write:
+            store._lock()
+        return store
+
+    def _lock(self) -> None:
+        if sys.platform == "win32":  # pragma: no cover
+            return
+        fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            self.conn.close()
+            raise RefusedError(f"{self.root} is in use by another trajconv run") from None
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------
+    @staticmethod
+    def _atomic_write(root: Path, dest: Path, data: bytes) -> None:
+        """Write ``dest`` via ``tmp/`` + fsync + rename: it is whole or absent."""
+        tmpdir = root / TMP
+        tmpdir.mkdir(mode=0o700, exist_ok=True)
+        tmp = tmpdir / f"{dest.name}.{os.getpid()}.{secrets.token_hex(6)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+
+    def add(self, snapshot: Snapshot, *, harness: str, session_id: str, fingerprint: str) -> Added:
+        """Archive ``snapshot`` as the latest Snapshot of (harness, session_id).
+
+        Artifacts and the document are put in place first; the index row last.
+        """
+        if not self.writable:
+            raise UsageError(f"{self.root} was opened read-only")
+        hexid = id_hex(snapshot.id)
+        latest = self.latest(harness, session_id)
+        previous = self.document(latest.snapshot_id) if latest is not None else None
+        relation, facts_changed = relation_of(previous, snapshot)
+        document, blobs = _stored_document(snapshot)
+        written = 0
+        nbytes = 0
+        for digest, data in blobs:
+            dest = self.root / ARTIFACTS / digest
+            try:
+                if dest.stat().st_size == len(data):
+                    continue  # content-addressed: the same digest holds the same bytes
+            except FileNotFoundError:
+                pass
+            self._atomic_write(self.root, dest, data)
+            written += 1
+            nbytes += len(data)
+        doc_path = self.root / SNAPSHOTS / f"{hexid}.json"
+        snapshot_written = not doc_path.is_file()
+        if snapshot_written:
+            self._atomic_write(self.root, doc_path, document)
+            nbytes += len(document)
+        if written or snapshot_written:
+            _fsync_dir(self.root / ARTIFACTS)
+            _fsync_dir(self.root / SNAPSHOTS)
+        row = IndexRow(
+            harness=harness,
+            session_id=session_id,
+            snapshot_id=snapshot.id,
+            fingerprint=fingerprint,
+            archived_at=now_iso(),
+            relation=relation,
+            previous_id=latest.snapshot_id if latest is not None else None,
+            records=len(snapshot.records),
+            last_hash=snapshot.records[-1].hash if snapshot.records else None,
+            facts_changed=facts_changed,
+            locator=snapshot.source.locator,
+        )
+        self._insert(row)
+        return Added(row, snapshot_written, written, nbytes)
+
+    def _insert(self, row: IndexRow) -> None:
+        """The one index write: a single row in a single transaction, after the files."""
+        values = (
+            row.harness,
+            row.session_id,
+            row.snapshot_id,
+            row.fingerprint,
+            row.archived_at,
+            row.relation,
+            row.previous_id,
+            row.records,
+            row.last_hash,
+            int(row.facts_changed),
+            row.locator,
+        )
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute(
+                f"INSERT INTO archived ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", values
+            )
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- reading ---------------------------------------------------------------------
+    @staticmethod
+    def _row(values: tuple[Any, ...]) -> IndexRow:
+        return IndexRow(
+            harness=values[0],
+            session_id=values[1],
+            snapshot_id=values[2],
+            fingerprint=values[3],
+            archived_at=values[4],
+            relation=values[5],
+            previous_id=values[6],
+            records=values[7],
+            last_hash=values[8],
+            facts_changed=bool(values[9]),
+            locator=values[10],
+        )
+
+    def rows(self, session: str | None = None, harness: str | None = None) -> list[IndexRow]:
+        """Index rows in the order they were archived, optionally for one session."""
+        sql = f"SELECT {_COLUMNS} FROM archived"
+        where: list[str] = []
+        args: list[str] = []
+        if session is not None:
+            where.append("session_id = ?")
+            args.append(session)
+        if harness is not None:
+            where.append("harness = ?")
+            args.append(harness)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [self._row(v) for v in self.conn.execute(sql + " ORDER BY row", args)]
+
+    def latest(self, harness: str, session_id: str) -> IndexRow | None:
+        found = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM archived WHERE harness = ? AND session_id = ? "
+            "ORDER BY row DESC LIMIT 1",
+            (harness, session_id),
+        ).fetchone()
+        return self._row(found) if found else None
+
+    def fingerprints(self) -> dict[tuple[str, str], str]:
+        """The fingerprint of the latest row of every session: what a run may skip."""
+        found: dict[tuple[str, str], str] = {}
+        for harness, sid, fp in self.conn.execute(
+            "SELECT harness, session_id, fingerprint FROM archived ORDER BY row"
+        ):
+            found[(harness, sid)] = fp
+        return found
+
+    def artifact(self, sha256: str) -> bytes | None:
+        if not _HEX.match(sha256):
+            return None
+        try:
+            return (self.root / ARTIFACTS / sha256).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def document_path(self, snapshot_id: str) -> Path:
+        return self.root / SNAPSHOTS / f"{id_hex(snapshot_id)}.json"
+
+    def document(self, snapshot_id: str) -> dict[str, Any]:
+        """The stored document as JSON (artifacts without ``data``)."""
+        path = self.document_path(snapshot_id)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise FormatError(path, f"cannot read: {exc.strerror}") from None
+        return snapio.parse_document(data, str(path))
+
+    def load(self, snapshot_id: str, *, check: bool = True) -> Snapshot:
+        """The Snapshot with its artifacts' bytes put back from the store.
+
+        ``check`` recomputes its hashes (an archive may have been tampered with).
+        """
+        name = str(self.document_path(snapshot_id))
+        doc = hydrate(self.document(snapshot_id), self.artifact, name)
+        snap = snapio.validate_document(doc, name)
+        if snap.id != snapshot_id:
+            raise VerifyError(f"{name}: holds {snap.id}, not {snapshot_id}")
+        if check:
+            report = snapio.verify_document(doc)
+            if not report.ok:
+                raise VerifyError(f"{name}: " + "; ".join(report.problems))
+        return snap
+
+    def resolve(self, ref: str) -> str:
+        """A Snapshot id from a session id (its latest Snapshot), a Snapshot id or a hex prefix."""
+        key = ref.strip()
+        rows = self.rows(session=key)
+        if rows:
+            harnesses = sorted({r.harness for r in rows})
+            if len(harnesses) > 1:
+                raise UsageError(
+                    f"session {key!r} is archived for {', '.join(harnesses)}; "
+                    "pick one by its Snapshot id (trajconv archive log STORE SESSION)"
+                )
+            return rows[-1].snapshot_id
+        hexpart = key.removeprefix(hashing.PREFIX).lower()
+        if len(hexpart) >= 8 and re.fullmatch(r"[0-9a-f]+", hexpart):
+            found = sorted(p.stem for p in (self.root / SNAPSHOTS).glob(f"{hexpart}*.json"))
+            if len(found) == 1:
+                return hashing.PREFIX + found[0]
+            if len(found) > 1:
+                raise UsageError(f"{ref!r} matches {len(found)} Snapshots; give more of the id")
+        raise UsageError(f"no session or Snapshot {ref!r} in {self.root}")
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """One line per archived session: how many Snapshots, the latest and when."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in self.rows():
+            entry = out.setdefault(
+                (r.harness, r.session_id),
+                {"harness": r.harness, "session_id": r.session_id, "snapshots": 0},
+            )
+            if r.relation != "unchanged":
+                entry["snapshots"] += 1
+            entry.update(
+                latest_id=r.snapshot_id,
+                latest_relation=r.relation,
+                records=r.records,
+                archived_at=r.archived_at,
+            )
+        return sorted(out.values(), key=lambda e: (e["harness"], e["session_id"]))
+
+    # -- verifying -------------------------------------------------------------------
+    def verify(self) -> StoreReport:
+        return verify_store(self.root)
+
+
+def find_store(path: Path) -> Path | None:
+    """The store holding ``path`` (a file under ``STORE/snapshots/``), if any."""
+    parent = Path(path).resolve().parent
+    if parent.name == SNAPSHOTS and is_store(parent.parent):
+        return parent.parent
+    return None
+
+
+def load_input(path: Path, session: str | None = None) -> Snapshot:
+    """A Snapshot from a Snapshot file (a stored one gets its artifacts from its store)
+    or from a store folder plus ``session`` (a session id, a Snapshot id or a prefix)."""
+    path = Path(path)
+    if path.is_dir():
+        if not is_store(path):
+            raise FormatError(path, "not a Snapshot file or a trajconv store")
+        with Store.open(path) as store:
+            if session is None:
+                raise UsageError(
+                    f"{path} is a store; pick a session or Snapshot with --session ID "
+                    "(trajconv archive log STORE lists them)"
+                )
+            return store.load(store.resolve(session))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror}") from None
+    doc = snapio.parse_document(data, str(path))
+    if any(isinstance(a, dict) and a.get("data") is None for a in doc.get("artifacts", [])):
+        root = find_store(path)
+        if root is not None:
+            with Store.open(root) as store:
+                hydrate(doc, store.artifact, str(path))
+    return snapio.validate_document(doc, str(path))
+
+
+def artifact_resolver(path: Path) -> snapio.ArtifactResolver | None:
+    """For ``verify FILE``: artifacts of a stored Snapshot come from its store."""
+    root = find_store(path)
+    if root is None:
+        return None
+
+    def resolve(sha256: str) -> bytes | None:
+        if not _HEX.match(sha256):
+            return None
+        try:
+            return (root / ARTIFACTS / sha256).read_bytes()
+        except OSError:
+            return None
+
+    return resolve
+
+
+def _sha256_file(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _check_index(root: Path, report: StoreReport) -> list[IndexRow]:
+    index = root / INDEX
+    if not index.is_file():
+        report.problems.append(f"{INDEX}: missing")
+        return []
+    try:
+        conn = sqlite3.connect(index)  # plain, not mode=ro: see Store.open
+    except sqlite3.Error as exc:
+        report.problems.append(f"{INDEX}: cannot open: {exc}")
+        return []
+    try:
+        check = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        if check != ["ok"]:
+            report.problems.append(f"{INDEX}: integrity check: {'; '.join(check[:3])}")
+            return []
+        rows = [
+            Store._row(v) for v in conn.execute(f"SELECT {_COLUMNS} FROM archived ORDER BY row")
+        ]
+    except sqlite3.Error as exc:
+        report.problems.append(f"{INDEX}: {exc}")
+        return []
+    finally:
+        conn.close()
+    return rows
+
+
+def verify_store(root: Path) -> StoreReport:
+    """Check every Snapshot (chain, artifacts, id), every artifact digest and the index.
+
+    Problems: a document or artifact whose bytes do not match its name, an index row
+    pointing at a missing or different Snapshot, a history that does not chain, a
+    relation the documents contradict. Notes: complete files nothing points at yet.
+    """
+    root = Path(root)
+    report = StoreReport(path=str(root))
+    try:
+        fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        fmt = None
+    if fmt != STORE_FORMAT:
+        report.problems.append(f"{MARKER}: missing or not {STORE_FORMAT!r}; not a trajconv store")
+        return report
+
+    good_artifacts: set[str] = set()
+    art_dir = root / ARTIFACTS
+    for path in sorted(art_dir.iterdir()) if art_dir.is_dir() else []:
+        report.artifacts += 1
+        if not _HEX.match(path.name) or not path.is_file():
+            report.problems.append(f"{ARTIFACTS}/{path.name}: not a sha256-named file")
+            continue
+        digest, _size = _sha256_file(path)
+        if digest != path.name:
+            report.problems.append(f"{ARTIFACTS}/{path.name}: bytes do not match its sha256")
+        else:
+            good_artifacts.add(path.name)
+
+    def resolve(sha256: str) -> bytes | None:
+        if sha256 not in good_artifacts:
+            return None
+        return (art_dir / sha256).read_bytes()
+
+    docs: dict[str, dict[str, Any]] = {}
+    referenced: set[str] = set()
+    snap_dir = root / SNAPSHOTS
+    for path in sorted(snap_dir.iterdir()) if snap_dir.is_dir() else []:
+        report.snapshots += 1
+        rel = f"{SNAPSHOTS}/{path.name}"
+        if not (path.name.endswith(".json") and _HEX.match(path.name[:-5])):
+            report.problems.append(f"{rel}: not a <sha256>.json Snapshot file")
+            continue
+        try:
+            doc = snapio.parse_document(path.read_bytes(), rel)
+            snapio.validate_document(doc, rel)
+        except (FormatError, OSError) as exc:
+            report.problems.append(str(exc))
+            continue
+        result = snapio.verify_document(doc, resolve)
+        report.problems.extend(f"{rel}: {p}" for p in result.problems)
+        if doc["id"] != hashing.PREFIX + path.name[:-5]:
+            report.problems.append(f"{rel}: holds {doc['id']}")
+        referenced.update(a["sha256"] for a in doc["artifacts"])
+        if result.ok:
+            docs[doc["id"]] = doc
+
+    rows = _check_index(root, report)
+    report.index_rows = len(rows)
+    latest: dict[tuple[str, str], IndexRow] = {}
+    for i, row in enumerate(rows, 1):
+        where = f"{INDEX} row {i} ({row.harness} {row.session_id})"
+        key = (row.harness, row.session_id)
+        before = latest.get(key)
+        expected_prev = before.snapshot_id if before is not None else None
+        if row.previous_id != expected_prev:
+            report.problems.append(
+                f"{where}: previous is {row.previous_id}, the history gives {expected_prev}"
+            )
+        latest[key] = row
+        stored = docs.get(row.snapshot_id)
+        if stored is None:
+            report.problems.append(f"{where}: Snapshot {row.snapshot_id} is missing or broken")
+            continue
+        if row.relation not in RELATIONS:
+            report.problems.append(f"{where}: unknown relation {row.relation!r}")
+            continue
+        last = stored["records"][-1]["hash"] if stored["records"] else None
+        if row.records != len(stored["records"]) or row.last_hash != last:
+            report.problems.append(f"{where}: records/last hash differ from the Snapshot")
+        prev_doc = docs.get(row.previous_id) if row.previous_id else None
+        if row.previous_id is not None and prev_doc is None:
+            continue  # reported when that row was checked
+        snap = Snapshot.model_validate(hydrate_stub(stored))
+        relation, _facts = relation_of(prev_doc, snap)
+        if relation != row.relation:
+            report.problems.append(
+                f"{where}: recorded as {row.relation}, the Snapshots say {relation}"
+            )
+    report.sessions = len(latest)
+    indexed = {r.snapshot_id for r in rows}
+    loose = sorted(set(docs) - indexed)
+    if loose:
+        report.notes.append(
+            f"{len(loose)} complete Snapshot(s) not in the index yet (an interrupted run; "
+            "the next archive run indexes them)"
+        )
+    unused = good_artifacts - referenced
+    if unused:
+        report.notes.append(f"{len(unused)} artifact(s) no Snapshot references (harmless)")
+    tmp = root / TMP
+    leftovers = list(tmp.iterdir()) if tmp.is_dir() else []
+    if leftovers:
+        report.notes.append(f"{len(leftovers)} unfinished write(s) in {TMP}/ (safe to delete)")
+    return report
+
+
+def hydrate_stub(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` as model input without artifact bytes (relations need records only)."""
+    return {**doc, "artifacts": [{**a, "data": None} for a in doc["artifacts"]]}
+
+
+# -- moving a store as one file ------------------------------------------------------------
+
+
+class _HashingReader:
+    """A file object that hashes what tarfile reads from it."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.handle.read(n)
+        self.digest.update(data)
+        self.size += len(data)
+        return data
+
+
+def _store_files(root: Path) -> Iterator[str]:
+    yield MARKER
+    for sub in (SNAPSHOTS, ARTIFACTS):
+        for path in sorted((root / sub).iterdir()):
+            if path.is_file() and not path.is_symlink():
+                yield f"{sub}/{path.name}"
+
+
+def export_store(root: Path, file: Path) -> Moved:
+    """Write the store as one ``.tar.gz`` with a checksum manifest (last member).
+
+    Refuses a store that does not verify; the index goes in as a consistent copy
+    (SQLite backup), so a run that is archiving meanwhile cannot tear it.
+    """
+    root, file = Path(root), Path(file)
+    if file.exists():
+        raise RefusedError(f"{file} exists; refusing to replace it")
+    with Store.open(root, write=True) as store:
+        report = store.verify()
+        if not report.ok:
+            raise VerifyError(
+                f"{root} does not verify ({len(report.problems)} problem(s), first: "
+                f"{report.problems[0]}); run trajconv verify {root}"
+            )
+        tmpdir = root / TMP
+        index_copy = tmpdir / f"{INDEX}.export.{secrets.token_hex(6)}"
+        partial = file.with_name(f".{file.name}.{secrets.token_hex(6)}.partial")
+        try:
+            dst = sqlite3.connect(index_copy)
+            with dst:
+                store.conn.backup(dst)
+            dst.close()
+            entries: list[dict[str, Any]] = []
+            total = 0
+            with tarfile.open(partial, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+                names = [*_store_files(root), INDEX]
+                for rel in names:
+                    src = index_copy if rel == INDEX else root / rel
+                    size = src.stat().st_size
+                    info = tarfile.TarInfo(f"{EXPORT_ROOT}/{rel}")
+                    info.size = size
+                    info.mode = 0o600
+                    with src.open("rb") as handle:
+                        reader = _HashingReader(handle)
+                        tar.addfile(info, reader)
+                    if reader.size != size:
+                        raise VerifyError(f"{src} changed while it was exported")
+                    entries.append({"path": rel, "sha256": reader.digest.hexdigest(), "size": size})
+                    total += size
+                manifest = orjson.dumps(
+                    {"format": EXPORT_FORMAT, "store": STORE_FORMAT, "files": entries},
+                    option=orjson.OPT_INDENT_2,
+                )
+                info = tarfile.TarInfo(f"{EXPORT_ROOT}/{EXPORT_MANIFEST}")
+                info.size = len(manifest)
+                info.mode = 0o600
+                tar.addfile(info, _io.BytesIO(manifest))
+            with partial.open("rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(partial, file)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                index_copy.unlink()
+    return Moved(
+        file=str(file),
+        store=str(root),
+        files=len(entries),
+        bytes=total,
+        snapshots=report.snapshots,
+        index_rows=report.index_rows,
+    )
+
+
+def _member_path(name: str, file: Path) -> str:
+    pure = PurePosixPath(name)
+    parts = pure.parts
+    if (
+        pure.is_absolute()
+        or len(parts) < 2
+        or parts[0] != EXPORT_ROOT
+        or any(p in ("", ".", "..") or "\\" in p for p in parts)
+    ):
+        raise FormatError(file, f"damaged export: unexpected member {name!r}")
+    return "/".join(parts[1:])
+
+
+def import_store(file: Path, root: Path) -> Moved:
+    """Unpack an export into a new store at ``root``, refusing a damaged file.
+
+    Every member must be a plain file named in the manifest with the same sha256 and
+    size, every manifest entry must be present, and the unpacked store must verify;
+    only then is it renamed into place. A missing or empty ``root`` is required.
+    """
+    file, root = Path(file), Path(root)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise RefusedError(f"{root} exists and is not an empty folder; refusing to import into it")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = root.parent / f".{root.name}.import-{secrets.token_hex(6)}"
+    seen: dict[str, tuple[str, int]] = {}
+    manifest: Any = None
+    try:
+        staging.mkdir(mode=0o700)
+        for sub in (SNAPSHOTS, ARTIFACTS, TMP):
+            (staging / sub).mkdir(mode=0o700)
+        try:
+            with tarfile.open(file, "r:gz") as tar:
+                for member in tar:
+                    rel = _member_path(member.name, file)
+                    if not member.isfile():
+                        raise FormatError(file, f"damaged export: {member.name} is not a file")
+                    if rel in seen or (rel == EXPORT_MANIFEST and manifest is not None):
+                        raise FormatError(file, f"damaged export: {member.name} appears twice")
+                    handle = tar.extractfile(member)
+                    assert handle is not None
+                    if rel == EXPORT_MANIFEST:
+                        manifest = orjson.loads(handle.read())
+                        continue
+                    if rel not in (MARKER, INDEX) and not _MEMBER.fullmatch(rel):
+                        raise FormatError(file, f"damaged export: unexpected member {member.name}")
+                    digest = hashlib.sha256()
+                    size = 0
+                    fd = os.open(staging / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    with os.fdopen(fd, "wb") as out:
+                        while chunk := handle.read(_CHUNK):
+                            digest.update(chunk)
+                            size += len(chunk)
+                            out.write(chunk)
+                        out.flush()
+                        os.fsync(out.fileno())
+                    seen[rel] = (digest.hexdigest(), size)
+        except (tarfile.TarError, EOFError, zlib.error, OSError, orjson.JSONDecodeError) as exc:
+            raise FormatError(file, f"damaged export: {exc}") from None
+        _check_manifest(file, manifest, seen)
+        report = verify_store(staging)
+        if not report.ok:
+            raise FormatError(
+                file, f"damaged export: the unpacked store does not verify: {report.problems[0]}"
+            )
+        if root.exists():
+            root.rmdir()
+        os.rename(staging, root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Moved(
+        file=str(file),
+        store=str(root),
+        files=len(seen),
+        bytes=sum(size for _d, size in seen.values()),
+        snapshots=report.snapshots,
+        index_rows=report.index_rows,
+    )
+
+
+def _check_manifest(file: Path, manifest: Any, seen: Mapping[str, tuple[str, int]]) -> None:
+    if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
+        raise FormatError(file, f"damaged export: no {EXPORT_FORMAT} manifest")
+    listed: dict[str, tuple[str, int]] = {}
+    for entry in manifest.get("files", []):
+        if not isinstance(entry, dict):
+            raise FormatError(file, "damaged export: the manifest is malformed")
+        listed[str(entry.get("path"))] = (str(entry.get("sha256")), int(entry.get("size", -1)))
+    missing = sorted(set(listed) - set(seen))
+    extra = sorted(set(seen) - set(listed))
+    if missing or extra:
+        what = f"missing {missing[0]}" if missing else f"not in the manifest: {extra[0]}"
+        raise FormatError(file, f"damaged export: {what}")
+    for rel, (digest, size) in sorted(seen.items()):
+        if listed[rel] != (digest, size):
+            raise FormatError(file, f"damaged export: {rel} does not match its sha256/size")

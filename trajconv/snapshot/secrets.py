@@ -1,0 +1,61 @@
+"""Credential-looking fields never reach a Snapshot, an export, a diagnostic or a log.
+
+Native metadata sometimes carries credentials (Cursor's ``blobEncryptionKey``,
+tokens in sidecars). Readers drop every JSON member whose key looks like one;
+the artifact then holds the JSON without it, and a ``secret-dropped``
+diagnostic names the key's path (never its value).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+SECRET_KEY = re.compile(
+    r"(api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|id[_-]?token|auth[_-]?token|"
+    r"^token$|_token$|secret|password|passwd|authorization|credential|encryption[_-]?key|"
+    r"private[_-]?key|cookie|session[_-]?key)",
+    re.IGNORECASE,
+)
+
+
+def is_secret_key(key: str) -> bool:
+    return bool(SECRET_KEY.search(key))
+
+
+def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
+    """``value`` without credential-looking members, and the JSON paths removed."""
+    dropped: list[str] = []
+    if isinstance(value, dict):
+        clean: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_key(key):
+                dropped.append(f"{path}.{key}")
+                continue
+            clean[key], sub = strip(item, f"{path}.{key}")
+            dropped.extend(sub)
+        return clean, dropped
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            cleaned, sub = strip(item, f"{path}[{i}]")
+            out.append(cleaned)
+            dropped.extend(sub)
+        return out, dropped
+    return value, dropped
+
+
+def strip_json_bytes(data: bytes) -> tuple[bytes, list[str]]:
+    """JSON document bytes without credentials; unchanged bytes when there are none
+    (or when the bytes are not one JSON document)."""
+    if not data or not SECRET_KEY.search(data.decode("utf-8", "replace")):
+        return data, []
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return data, []
+    clean, dropped = strip(value)
+    if not dropped:
+        return data, []
+    return json.dumps(clean, indent=2, ensure_ascii=False).encode(), dropped
