@@ -28,8 +28,13 @@ from trajconv.snapshot.models import Snapshot
 CASE_SECONDS = 60  # a hang guard, not a speed target
 
 
-def _journal_units(name: str) -> Callable[[Snapshot], int]:
-    def units(snap: Snapshot) -> int:
+Units = Callable[[Snapshot, Path], "int | None"]
+
+
+def _journal_units(name: str) -> Units:
+    """Lines of the journal artifact (the exact bytes the reader consumed)."""
+
+    def units(snap: Snapshot, _victim: Path) -> int:
         art = next((a for a in snap.artifacts if a.name == name), None)
         data = io.artifact_bytes(art.model_dump(), None) if art else b""
         return count_units(data or b"")
@@ -37,10 +42,28 @@ def _journal_units(name: str) -> Callable[[Snapshot], int]:
     return units
 
 
-def _cursor_units(snap: Snapshot) -> int:
+def _cursor_units(snap: Snapshot, _victim: Path) -> int:
     from trajconv.codecs.cursor import reader
 
     return reader.units_seen(snap)
+
+
+def _fx_units(_snap: Snapshot, victim: Path) -> int | None:
+    from tests.fx.test_fx import _units
+
+    try:
+        return _units(victim.parent)
+    except Exception:  # the independent counter cannot read this mutation either
+        return None
+
+
+def _deepagents_units(snap: Snapshot, victim: Path) -> int | None:
+    from tests.deepagents.support import count_units as da_units
+
+    try:
+        return da_units(victim, snap.session.id)
+    except Exception:  # the independent counter cannot read this mutation either
+        return None
 
 
 @dataclass(frozen=True)
@@ -50,12 +73,19 @@ class Target:
     harness: str
     pattern: str  # glob under fixtures/<harness>/ for the file to mutate
     kind: str  # "text" or "sqlite"
-    units: Callable[[Snapshot], int]
+    units: Units
+    """Native units counted without the reader (None: the counter cannot read it either)."""
 
 
 TARGETS: dict[str, Target] = {
     "grok": Target("grok", "*/sessions/*/*/updates.jsonl", "text", _journal_units("updates.jsonl")),
+    "copilot": Target(
+        "copilot", "*/session-state/*/events.jsonl", "text", _journal_units("events.jsonl")
+    ),
+    "fx": Target("fx", "*/.fx/sessions/*/*.json*", "text", _fx_units),
     "cursor": Target("cursor", "*/store.db", "sqlite", _cursor_units),
+    # single-thread stores: a multi-thread store needs --session, so every read would refuse
+    "deepagents": Target("deepagents", "[!m]*/sessions.db", "sqlite", _deepagents_units),
 }
 
 
@@ -111,7 +141,9 @@ def run_case(target: Target, mutation: str, seed: int, work: Path) -> str:
     if outcome == "snapshot":
         again = io.loads(io.dumps(snap))  # validates against the published schema
         assert io.verify(again).ok
-        conservation(snap, target.units(snap))
+        units = target.units(snap, victim)
+        if units is not None:
+            conservation(snap, units)
     return outcome
 
 

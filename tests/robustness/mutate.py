@@ -214,11 +214,13 @@ def sqlite_mutations() -> dict[str, Callable[[random.Random, Path], None]]:
 
     def delete_row(r: random.Random, db: Path) -> None:
         table = r.choice(_tables(db))
-        _exec(
-            db,
-            f'DELETE FROM "{table}" WHERE rowid = (SELECT rowid FROM "{table}" '
-            f"ORDER BY random() LIMIT 1)",
-        )
+        con = sqlite3.connect(db)
+        try:
+            rows = [rid for (rid,) in con.execute(f'SELECT rowid FROM "{table}" ORDER BY rowid')]
+        finally:
+            con.close()
+        if rows:
+            _exec(db, f'DELETE FROM "{table}" WHERE rowid = ?', r.choice(rows))
 
     def tamper_value(r: random.Random, db: Path) -> None:
         table = r.choice(_tables(db))

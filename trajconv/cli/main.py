@@ -70,8 +70,8 @@ def _write_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: (int(v) if k == "fx_schema" else v) for k, v in opts.items() if v is not None}
 
 
-def _diag_lines(diagnostics: Any) -> list[str]:
-    return [f"  {d.severity:<7} {d.code} x{d.count}" for d in diagnostics]
+def _diag_lines(diagnostics: Any, side: str) -> list[str]:
+    return [f"  {side:<6} {d.severity:<7} {d.code} x{d.count}" for d in diagnostics]
 
 
 def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
@@ -96,8 +96,8 @@ def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
     click.echo(f"  try first: HOME={shlex.quote(str(out / 'home'))} {resume}")
     for note in export.manifest.get("notes", []):
         click.echo(f"  note:      {note}")
-    lines = (_diag_lines(snapshot.diagnostics) if snapshot is not None else []) + _diag_lines(
-        export.diagnostics
+    lines = (_diag_lines(snapshot.diagnostics, "read") if snapshot is not None else []) + (
+        _diag_lines(export.diagnostics, "write")
     )
     if lines:
         click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):")
@@ -105,7 +105,18 @@ def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
             click.echo(line)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Cli(click.Group):
+    """Turns trajconv's own errors into a one-line message and the documented exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TrajconvError as exc:
+            click.echo(f"trajconv: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="trajconv")
 def cli() -> None:
     """Move a saved AI coding-agent session from one harness to another.
@@ -174,15 +185,49 @@ def read(source: str, path: Path, output: Path | None, session: str | None, **kw
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
     """Write a Snapshot as an export for another harness (native files + prepare.py)."""
     import trajconv
-    from trajconv.snapshot import io
+    from trajconv.snapshot.archive import load_input
 
-    snap = io.load(snapshot)
+    snap = load_input(snapshot)  # a Snapshot in a store gets its artifacts from the store
     export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
     _report_export(export, as_json)
 
 
+def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
+    """PATH as a Snapshot file or an archive store, for ``convert`` without ``--from``.
+
+    A Snapshot is the central format, not a harness, so it is not a codec: ``--from``
+    is left out (or given as ``snapshot``) and the file or store is loaded as is.
+    """
+    from trajconv.errors import UsageError
+    from trajconv.snapshot.archive import is_store, load_input
+
+    if source is None:
+        looks_stored = is_store(path) if path.is_dir() else _sniff_snapshot(path)
+        if not looks_stored:
+            raise UsageError(
+                f"{path} is not a Snapshot file or a trajconv store; say which harness "
+                "it comes from with --from (trajconv codecs lists them)"
+            )
+    return load_input(path, session)
+
+
+def _sniff_snapshot(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"trajconv.snapshot/' in head
+
+
 @cli.command()
-@click.option("--from", "source", required=True, help="harness the session comes from")
+@click.option(
+    "--from",
+    "source",
+    default=None,
+    help="harness the session comes from; leave out (or say 'snapshot') when PATH is "
+    "a Snapshot file or an archive store",
+)
 @click.option("--to", "target", required=True, help="harness to write for")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="export folder")
@@ -198,7 +243,7 @@ def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> N
 @write_options
 @limit_options
 def convert(
-    source: str,
+    source: str | None,
     target: str,
     path: Path,
     out: Path,
@@ -207,12 +252,19 @@ def convert(
     as_json: bool,
     **kw: Any,
 ) -> None:
-    """Read a native session and write it for another harness (read, then write)."""
+    """Read a native session and write it for another harness (read, then write).
+
+    PATH may also be a Snapshot file or an archive store (with --session: a session
+    id, whose latest Snapshot is used, or a Snapshot id); --from is then not needed.
+    """
     import trajconv
     from trajconv.snapshot import io
 
     limits = _limits(kw)
-    snap = trajconv.read(source, path, session=session, limits=limits)
+    if source is None or source.strip().lower() == "snapshot":
+        snap = _snapshot_input(path, session, source)
+    else:
+        snap = trajconv.read(source, path, session=session, limits=limits)
     if snapshot_out is not None:
         io.dump(snap, snapshot_out)
     export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
@@ -220,15 +272,23 @@ def convert(
 
 
 @cli.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def verify(file: Path, as_json: bool) -> None:
-    """Recompute a Snapshot's hashes; name the first broken record or artifact."""
-    from trajconv.snapshot import io
+    """Recompute a Snapshot's hashes; name the first broken record or artifact.
 
+    FILE may be an archive store (a folder): every Snapshot, every artifact digest
+    and the index are checked.
+    """
+    from trajconv.snapshot import io
+    from trajconv.snapshot.archive import artifact_resolver
+
+    if file.is_dir():
+        _verify_store(file, as_json)
+        return
     doc = io.parse_document(file.read_bytes(), str(file))
     io.validate_document(doc, str(file))
-    report = io.verify_document(doc)
+    report = io.verify_document(doc, artifact_resolver(file))
     if as_json:
         _emit_json(
             {
@@ -408,20 +468,212 @@ def parity(write_: bool, check_: bool, as_json: bool) -> None:
     click.echo(parity_mod.render_markdown(data), nl=False)
 
 
+def _verify_store(store: Path, as_json: bool) -> None:
+    from trajconv.snapshot.archive import verify_store
+
+    report = verify_store(store)
+    if as_json:
+        _emit_json(report.to_json())
+    elif report.ok:
+        click.echo(
+            f"ok {store}: {report.snapshots} Snapshots, {report.artifacts} artifacts, "
+            f"{report.index_rows} index rows, {report.sessions} sessions"
+        )
+    else:
+        for p in report.problems:
+            click.echo(f"{store}: {p}", err=True)
+    if not as_json:
+        for note in report.notes:
+            click.echo(f"# note: {note}", err=True)
+    if not report.ok:
+        sys.exit(1)
+
+
+class _ArchiveGroup(click.Group):
+    """``trajconv archive STORE`` is ``trajconv archive run STORE``; the other
+    subcommands are named first (a store literally called ``log`` needs ``run``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=_ArchiveGroup)
+def archive() -> None:
+    """Keep every session of this machine's native homes in one store.
+
+    \b
+    trajconv archive STORE               snapshot what changed (same as `archive run`)
+    trajconv archive log STORE [SESSION] a session's Snapshot history
+    trajconv archive export STORE FILE   the store as one file with a checksum manifest
+    trajconv archive import FILE STORE   unpack it into a new store (refuses a damaged file)
+    trajconv verify STORE                check every Snapshot, artifact and the index
+    """
+
+
+def _archive_progress(enabled: bool) -> Any:
+    """A rich progress bar on stderr with the counts, or a no-op."""
+    import contextlib
+
+    if not enabled:
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("archive"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("archive", total=None, counts="discovering")
+
+    def tick(p: Any) -> None:
+        counts = "  ".join(f"{k} {v}" for k, v in p.counts.items() if v)
+        bar.update(task, completed=p.done, total=p.total or None, counts=counts)
+
+    @contextlib.contextmanager
+    def running() -> Any:
+        with bar:
+            yield tick
+
+    return running()
+
+
+@archive.command("run")
+@click.argument("store", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--harness", default=None, help="only this harness")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="native home to archive instead of each harness's default one",
+)
+@click.option("--jobs", type=click.IntRange(min=1), default=1, help="read N sessions in parallel")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable summary")
+@limit_options
+def archive_run(
+    store: Path, harness: str | None, home: Path | None, jobs: int, as_json: bool, **kw: Any
+) -> None:
+    """Snapshot every changed session of the native homes into STORE.
+
+    A session whose files have the same size, mtime and inode as when it was last
+    archived is skipped without being read. A new Snapshot is recorded as `extends`
+    when the previous one's record chain is a prefix of it, else `diverged`; older
+    Snapshots are kept. Native homes are only read.
+    """
+    from trajconv.archive import archive as run_archive
+
+    with _archive_progress(sys.stderr.isatty()) as tick:
+        summary = run_archive(
+            store, harness=harness, home=home, jobs=jobs, limits=_limits(kw), progress=tick
+        )
+    if as_json:
+        _emit_json(summary.to_json())
+    else:
+        counts = summary.counts
+        click.echo(
+            f"archived {len(summary.outcomes)} sessions into {store} in {summary.seconds:.2f} s: "
+            + ", ".join(f"{k} {v}" for k, v in counts.items())
+        )
+        click.echo(
+            f"  wrote {summary.snapshots_written} Snapshots, {summary.artifacts_written} "
+            f"artifacts ({summary.bytes_written} bytes)"
+        )
+        for o in summary.outcomes:
+            if o.status in ("extends", "diverged"):
+                click.echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
+        for cov in summary.coverage:
+            extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
+            click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
+    for o in summary.failed:
+        click.echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
+    if not summary.ok:
+        sys.exit(1)
+
+
+@archive.command("log")
+@click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("session", required=False)
+@click.option("--harness", default=None, help="only this harness")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def archive_log(store: Path, session: str | None, harness: str | None, as_json: bool) -> None:
+    """List archived sessions, or one SESSION's Snapshot history (oldest first)."""
+    from trajconv.errors import UsageError
+    from trajconv.snapshot.archive import Store
+
+    with Store.open(store) as st:
+        if session is None:
+            sessions = [s for s in st.sessions() if harness is None or s["harness"] == harness]
+            if as_json:
+                _emit_json(sessions)
+                return
+            for s in sessions:
+                click.echo(
+                    f"{s['harness']:<10} {s['session_id']:<40} {s['snapshots']:>3} snapshot(s)  "
+                    f"{s['latest_relation']:<9} {s['records']:>6} records  {s['archived_at']}"
+                )
+            return
+        rows = st.rows(session=session, harness=harness)
+    if not rows:
+        raise UsageError(f"no session {session!r} in {store}")
+    if as_json:
+        _emit_json([r.to_json() for r in rows])
+        return
+    for r in rows:
+        facts = "  (session facts changed)" if r.facts_changed else ""
+        click.echo(
+            f"{r.archived_at}  {r.relation:<9} {r.snapshot_id}  {r.records:>6} records  "
+            f"{r.harness}{facts}"
+        )
+
+
+@archive.command("export")
+@click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def archive_export(store: Path, file: Path, as_json: bool) -> None:
+    """Write STORE as one .tar.gz FILE with a sha256 manifest (the store must verify)."""
+    from trajconv.snapshot.archive import export_store
+
+    moved = export_store(store, file)
+    if as_json:
+        _emit_json(moved.to_json())
+        return
+    click.echo(
+        f"exported {store} to {file}: {moved.files} files, {moved.bytes} bytes "
+        f"({moved.snapshots} Snapshots, {moved.index_rows} index rows)"
+    )
+
+
+@archive.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("store", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def archive_import(file: Path, store: Path, as_json: bool) -> None:
+    """Unpack an exported FILE into a new STORE; a damaged file is refused."""
+    from trajconv.snapshot.archive import import_store
+
+    moved = import_store(file, store)
+    if as_json:
+        _emit_json(moved.to_json())
+        return
+    click.echo(
+        f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
+        f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
+    )
+
+
 def main() -> None:
-    try:
-        cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except TrajconvError as exc:
-        click.echo(f"trajconv: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+    cli.main(prog_name="trajconv")
 
 
 __all__ = ["EXIT_CODES", "EXIT_USAGE", "cli", "main"]
+
+
+if __name__ == "__main__":
+    main()

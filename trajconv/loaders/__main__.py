@@ -43,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in LOADERS:
         mod = importlib.import_module(f"trajconv.loaders.{name}")
         found = mod.find(tools)
-        rows[name] = {"package": mod.PACKAGE, "version": mod.VERSION,
-                      "installed": str(found) if found else None}
+        rows[name] = {
+            "package": mod.PACKAGE,
+            "version": mod.VERSION,
+            "installed": str(found) if found else None,
+        }
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

@@ -1,0 +1,437 @@
+"""Copilot CLI session → Snapshot (``shared/formats/copilot-cli.md`` §3 to §6).
+
+Every line of ``events.jsonl`` is one native unit. It ends as part of a record
+(``evidence.units`` = 1 on the first record it yields, 0 on the others) or in a
+unit-counting diagnostic, so conservation holds line by line.
+
+Projection:
+
+* ``user.message`` → user (``content``; ``transformedContent`` stays in the artifact);
+* ``assistant.message`` → reasoning (``reasoningText``), assistant (``content`` when not
+  empty), one tool-call per ``toolRequests[]`` entry; ``assistant.reasoning`` → reasoning;
+* ``tool.user_requested`` → tool-call; ``tool.execution_start`` → tool-call only when no
+  request announced the call, otherwise folded into it (``superseded-progress``);
+* ``tool.execution_complete`` → tool-result (``ok`` = ``success``; output = ``error.message``
+  on failure else ``result.content``, the model-facing text; ``shellExecution.exitCode`` →
+  ``exit_code``); a second completion of one call → ``repeated-terminal-result``;
+* ``system.message`` and ``skill.invoked`` → system; ``session.info|warning|error`` →
+  observation (the CLI's own replay shows them as ``Info:``/``Error:`` notes);
+* ``session.compaction_complete`` → ``compaction-state``; lifecycle types →
+  ``lifecycle-dropped``; anything else → ``unknown-kind`` (sampled by type name).
+
+Turns: ``assistant.turn_start`` events are counted by position (``turnId`` restarts at
+``"0"`` in every process, spec "Observed"); records after the n-th turn start get turn n,
+and user messages get the number of the turn start that follows them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trajconv.codecs.base import Limits, json_depth_ok
+from trajconv.codecs.copilot import layout, native
+from trajconv.codecs.jsonl import read_bounded
+from trajconv.errors import FormatError, LimitError
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
+from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+
+READER = "copilot/1"
+HARNESS = "copilot"
+JSONL_MEDIA = "application/x-ndjson"
+YAML_MEDIA = "application/yaml"
+MARKDOWN_MEDIA = "text/markdown"
+MEDIA = {
+    ".md": MARKDOWN_MEDIA,
+    ".json": "application/json",
+    ".jsonl": JSONL_MEDIA,
+    ".yaml": YAML_MEDIA,
+    ".db": "application/vnd.sqlite3",
+}
+
+
+class _State:
+    """Per-session reading state."""
+
+    def __init__(self, builder: SnapshotBuilder, artifact: str, limits: Limits, file: Path) -> None:
+        self.b = builder
+        self.artifact = artifact
+        self.limits = limits
+        self.file = file
+        self.seen_ids: set[str] = set()
+        self.prev_id: str | None = None
+        self.first = True
+        self.turn: int | None = None
+        self.turn_starts = 0
+        self.pending_user: list[int] = []
+        self.calls: dict[str, int] = {}
+        self.completed: set[str] = set()
+        self.model: str | None = None
+        self.first_model: str | None = None
+        self.start: dict[str, Any] = {}
+
+    # -- helpers -----------------------------------------------------------------------
+    def diag(self, code: str, line: int, name: str | None = None) -> None:
+        self.b.diagnostics.add(code, f"{self.artifact}:{line}", name=name)
+
+    def base_id(self, event: native.Event) -> str:
+        eid = event.id
+        if eid is None or eid in self.seen_ids:
+            if eid is not None:
+                self.b.diagnostics.add("ids-not-unique", f"{self.artifact}:{event.line}")
+            return f"{HARNESS}:line:{event.line}"
+        self.seen_ids.add(eid)
+        return f"{HARNESS}:{eid}"
+
+    def evidence(self, event: native.Event, units: int, json_path: str | None = None) -> Evidence:
+        return Evidence(
+            artifact=self.artifact,
+            line=event.line,
+            json_path=json_path,
+            native=event.type,
+            native_id=event.id,
+            units=units,
+        )
+
+    def check_records(self) -> None:
+        self.limits.check("max_records", self.b.record_count, self.file)
+
+
+def _event_time(event: native.Event) -> str | None:
+    return time_from_iso(event.timestamp) if event.timestamp else None
+
+
+def _lift(state: _State, event: native.Event) -> None:
+    """Turn one persisted event into records or a unit diagnostic."""
+    b = state.b
+    data = event.data
+    kind = event.type
+    time = _event_time(event)
+    line = event.line
+
+    if event.ephemeral:
+        state.diag("lifecycle-dropped", line, kind)
+        return
+
+    if kind == native.SESSION_START:
+        if not state.start:
+            state.start = data
+            model = native.text_of(data.get("selectedModel"))
+            if model:
+                state.model = model
+                state.first_model = state.first_model or model
+        state.diag("lifecycle-dropped", line, kind)
+        return
+    if kind == native.MODEL_CHANGE:
+        model = native.text_of(data.get("newModel"))
+        if model:
+            state.model = model
+            state.first_model = state.first_model or model
+        state.diag("lifecycle-dropped", line, kind)
+        return
+    if kind == native.TURN_START:
+        state.turn = state.turn_starts
+        state.turn_starts += 1
+        records = b.records()
+        for seq in state.pending_user:
+            records[seq]["turn"] = state.turn
+        state.pending_user.clear()
+        state.diag("lifecycle-dropped", line, kind)
+        return
+
+    if kind == native.USER_MESSAGE:
+        text = native.text_of(data.get("content"))
+        if text is None:
+            state.diag("invalid-line", line)
+            return
+        seq = b.add_text(
+            "user",
+            state.base_id(event),
+            text,
+            time=time,
+            turn=None,
+            evidence=state.evidence(event, 1),
+        )
+        state.pending_user.append(seq)
+        return
+
+    if kind == native.ASSISTANT_MESSAGE:
+        base = state.base_id(event)
+        model = native.text_of(data.get("model")) or state.model
+        if native.text_of(data.get("model")):
+            state.first_model = state.first_model or model
+        units = 1
+        reasoning = native.text_of(data.get("reasoningText"))
+        if reasoning:
+            b.add_text(
+                "reasoning",
+                f"{base}#reasoning",
+                reasoning,
+                time=time,
+                turn=state.turn,
+                evidence=state.evidence(event, units, "$.data.reasoningText"),
+                model=model,
+            )
+            units = 0
+        content = native.text_of(data.get("content"))
+        if content:
+            b.add_text(
+                "assistant",
+                base,
+                content,
+                time=time,
+                turn=state.turn,
+                evidence=state.evidence(event, units, "$.data.content"),
+                model=model,
+            )
+            units = 0
+        for index, request in enumerate(native.tool_requests(data)):
+            seq = b.add_call(
+                f"{base}#tool:{index}",
+                request.tool_call_id,
+                request.name,
+                request.arguments,
+                time=time,
+                turn=state.turn,
+                evidence=state.evidence(event, units, f"$.data.toolRequests[{index}]"),
+            )
+            state.calls.setdefault(request.tool_call_id, seq)
+            units = 0
+        if units:
+            opaque = data.get("reasoningOpaque") or data.get("encryptedContent")
+            state.diag("redacted-content" if opaque else "empty-content", line)
+        return
+
+    if kind == native.ASSISTANT_REASONING:
+        text = native.text_of(data.get("content"))
+        if not text:
+            state.diag("empty-content", line)
+            return
+        b.add_text(
+            "reasoning",
+            state.base_id(event),
+            text,
+            time=time,
+            turn=state.turn,
+            evidence=state.evidence(event, 1),
+            model=state.model,
+        )
+        return
+
+    if kind in (native.TOOL_USER_REQUESTED, native.TOOL_START):
+        call_id = native.text_of(data.get("toolCallId"))
+        name = native.text_of(data.get("toolName"))
+        if call_id is None or name is None:
+            state.diag("invalid-line", line)
+            return
+        if call_id in state.calls:
+            state.diag("superseded-progress", line, kind)
+            return
+        seq = b.add_call(
+            state.base_id(event),
+            call_id,
+            name,
+            data.get("arguments", {}),
+            time=time,
+            turn=state.turn,
+            evidence=state.evidence(event, 1),
+        )
+        state.calls[call_id] = seq
+        return
+
+    if kind == native.TOOL_COMPLETE:
+        outcome = native.tool_outcome(data)
+        if outcome is None:
+            state.diag("invalid-line", line)
+            return
+        if outcome.call_id not in state.calls:
+            state.diag("orphan-tool-result", line)
+            return
+        if outcome.call_id in state.completed:
+            state.diag("repeated-terminal-result", line)
+            return
+        state.completed.add(outcome.call_id)
+        b.add_result(
+            state.base_id(event),
+            outcome.call_id,
+            outcome.ok,
+            outcome.output,
+            time=time,
+            turn=state.turn,
+            evidence=state.evidence(event, 1),
+            exit_code=outcome.exit_code,
+        )
+        return
+
+    if kind == native.SYSTEM_MESSAGE or kind in native.INJECTED_TYPES:
+        text = native.text_of(data.get("content"))
+        if not text:
+            state.diag("empty-content", line)
+            return
+        b.add_text(
+            "system",
+            state.base_id(event),
+            text,
+            time=time,
+            turn=state.turn,
+            evidence=state.evidence(event, 1),
+        )
+        return
+
+    if kind in native.NOTE_TYPES:
+        text = native.text_of(data.get("message"))
+        if not text:
+            state.diag("empty-content", line)
+            return
+        b.add_text(
+            "observation",
+            state.base_id(event),
+            text,
+            time=time,
+            turn=state.turn,
+            evidence=state.evidence(event, 1),
+        )
+        return
+
+    if kind == native.COMPACTION_COMPLETE:
+        state.diag("compaction-state", line, kind)
+        return
+    if kind in native.LIFECYCLE_TYPES:
+        state.diag("lifecycle-dropped", line, kind)
+        return
+    state.diag("unknown-kind", line, kind)
+
+
+def _read_events(state: _State, data: bytes) -> None:
+    start = 0
+    number = 0
+    end = len(data)
+    limits = state.limits
+    while start < end:
+        nl = data.find(b"\n", start)
+        stop = end if nl < 0 else nl
+        number += 1
+        raw = data[start:stop]
+        start = stop + 1
+        if len(raw) > limits.max_line_bytes:
+            raise LimitError(state.file, "max_line_bytes", limits.max_line_bytes, line=number)
+        # The CLI skips empty, whitespace-only and NUL-only lines (spec §5).
+        if not raw.strip(b" \t\r\x00"):
+            state.diag("blank-line", number)
+            continue
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            # Only an unterminated last line is a torn write; anything else is invalid.
+            state.diag("torn-line" if nl < 0 else "invalid-line", number)
+            continue
+        except RecursionError:
+            raise LimitError(
+                state.file, "max_json_depth", limits.max_json_depth, line=number
+            ) from None
+        if not json_depth_ok(value, limits.max_json_depth):
+            raise LimitError(state.file, "max_json_depth", limits.max_json_depth, line=number)
+        event = native.parse_event(value, number)
+        if event is None:
+            state.diag("invalid-line", number)
+            continue
+        if not event.ephemeral:
+            # parentId chains the persisted events linearly (spec §3.2).
+            if not event.has_parent or event.parent_id != state.prev_id:
+                state.b.diagnostics.add("chain-break", f"{state.artifact}:{number}")
+            state.prev_id = event.id
+        _lift(state, event)
+        state.check_records()
+
+
+SKIP_SUFFIXES = (".lock", ".tmp")
+
+
+def _sidecars(folder: Path, builder: SnapshotBuilder, limits: Limits, budget: int) -> int:
+    """Every other file of the session folder, byte for byte (locks and temp files aside)."""
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if (
+            not path.is_file()
+            or path.is_symlink()
+            or rel in (layout.EVENTS, layout.WORKSPACE)
+            or path.name.endswith(SKIP_SUFFIXES)
+            or rel.split("/", 1)[0] == "temp"
+        ):
+            continue
+        budget += path.stat().st_size
+        limits.check("max_session_bytes", budget, folder)
+        media = MEDIA.get(path.suffix, "application/octet-stream")
+        builder.add_artifact(rel, media, read_bounded(path, limits.max_session_bytes))
+    return budget
+
+
+def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
+    limits = limits or Limits.from_env()
+    paths = layout.resolve(Path(path), session)
+    artifact = paths.events.name  # artifact names are relative to the session folder
+    data = read_bounded(paths.events, limits.max_session_bytes)
+    if not data.strip():
+        raise FormatError(paths.events, "empty: the CLI requires session.start on line 1")
+    builder = SnapshotBuilder(
+        Source(
+            harness=HARNESS,
+            harness_version=None,
+            session_id=paths.session_id,
+            locator=paths.locator,
+        ),
+        READER,
+    )
+    builder.add_artifact(artifact, JSONL_MEDIA, data)
+
+    workspace: native.Workspace | None = None
+    if paths.folder is not None:
+        ws_path = paths.folder / layout.WORKSPACE
+        if ws_path.is_file():
+            ws_bytes = read_bounded(ws_path, limits.max_line_bytes, "max_line_bytes")
+            builder.add_artifact(layout.WORKSPACE, YAML_MEDIA, ws_bytes)
+            try:
+                workspace = native.parse_workspace(ws_bytes.decode("utf-8"))
+            except (UnicodeDecodeError, native.WorkspaceError):
+                builder.diagnostics.add("metadata-invalid", layout.WORKSPACE)
+        else:
+            builder.diagnostics.add("metadata-missing", layout.WORKSPACE)
+        _sidecars(paths.folder, builder, limits, len(data))
+
+    state = _State(builder, artifact, limits, paths.events)
+    _read_events(state, data)
+    pending = sorted(state.calls.keys() - state.completed)
+    if pending:
+        builder.diagnostics.add("pending-tool-call", pending[0], count=len(pending))
+
+    start = state.start
+    context = start.get("context") if isinstance(start.get("context"), dict) else {}
+    assert isinstance(context, dict)
+    ws = workspace.values if workspace is not None else {}
+    created = _pick(ws.get("created_at"), start.get("startTime"))
+    updated = _pick(ws.get("updated_at"))
+    builder.source = Source(
+        harness=HARNESS,
+        harness_version=_pick(start.get("copilotVersion")),
+        session_id=paths.session_id,
+        locator=paths.locator,
+    )
+    builder.session = Session(
+        id=paths.session_id,
+        title=workspace.title if workspace is not None else None,
+        cwd=_pick(ws.get("cwd"), context.get("cwd")),
+        branch=_pick(ws.get("branch"), context.get("branch")),
+        model=state.first_model,
+        created_at=time_from_iso(created) if created else None,
+        updated_at=time_from_iso(updated) if updated else None,
+    )
+    return builder.build()
+
+
+def _pick(*values: Any) -> str | None:
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value
+    return None

@@ -1,0 +1,318 @@
+"""Copilot CLI writer: Snapshot → ``home/.copilot/session-state/<uuid>/``.
+
+Writes ``events.jsonl`` and ``workspace.yaml`` the way Copilot CLI 1.0.102 writes
+them (``shared/formats/copilot-cli.md`` §3, §6 and "Observed"): compact lines in
+envelope order ``type, data, id, timestamp, parentId``, a linear ``parentId``
+chain starting at ``null`` on a ``session.start`` line, files 0600 in a 0700
+folder. Every line is meant to validate against the CLI's own
+``session-events.schema.json`` (the tests check it against the installed CLI).
+
+What the CLI's replay needs (observed with ``copilot --acp`` ``session/load``, see
+README): a tool call is shown only when a ``tool.execution_start`` exists for it,
+so every tool-call record gets one after its ``assistant.message``; reasoning is
+kept (inline ``reasoningText``) but the CLI does not replay it.
+
+Event ids, ``messageId`` and ``reasoningId`` are uuid5 of the Snapshot id and the
+event's position (``ids-derived``); times come from the records, and events with
+no time of their own take the nearest earlier one (``timestamps-synthesized``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    orphan_results,
+    safe_component,
+)
+from trajconv.codecs.copilot import layout, native
+from trajconv.errors import RefusedError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import (
+    AssistantRecord,
+    ReasoningRecord,
+    Snapshot,
+    ToolCallRecord,
+)
+
+#: the CLI version whose on-disk format this writer follows (and the loader tests pin)
+TARGET_VERSION = "1.0.102"
+EPOCH = "1970-01-01T00:00:00.000Z"
+OBSERVATION_INFO_TYPE = "observation"
+
+
+def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
+    """The Snapshot's session id when it is a UUID (the CLI mints UUIDs), else a uuid5."""
+    sid = snapshot.session.id
+    if layout.is_uuid(sid):
+        return str(uuid.UUID(sid))
+    diags.add("ids-derived", "session id")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:copilot-session"))
+
+
+@dataclass
+class _Group:
+    """Records that become one ``assistant.message``: reasoning, text, then tool calls."""
+
+    reasoning: ReasoningRecord | None = None
+    text: AssistantRecord | None = None
+    calls: list[ToolCallRecord] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return self.reasoning is None and self.text is None and not self.calls
+
+    @property
+    def first(self) -> ReasoningRecord | AssistantRecord | ToolCallRecord:
+        head = self.reasoning or self.text or self.calls[0]
+        return head
+
+    @property
+    def model(self) -> str | None:
+        if self.text is not None:
+            return self.text.model
+        return self.reasoning.model if self.reasoning is not None else None
+
+    def accepts(self, rec: ReasoningRecord | AssistantRecord | ToolCallRecord) -> bool:
+        """True when ``rec`` can join: same time and turn, in the reader's order, same model."""
+        if self.empty:
+            return True
+        head = self.first
+        if rec.time != head.time or rec.turn != head.turn:
+            return False
+        if isinstance(rec, ReasoningRecord):
+            return False
+        if isinstance(rec, AssistantRecord):
+            if self.text is not None or self.calls:
+                return False
+            return self.reasoning is None or self.reasoning.model == rec.model
+        return True
+
+
+class _Emitter:
+    def __init__(self, snapshot: Snapshot, diags: Diagnostics) -> None:
+        self.snapshot = snapshot
+        self.diags = diags
+        self.lines: list[bytes] = []
+        self.prev: str | None = None
+        self.time: str | None = snapshot.session.created_at
+        self.open_turn: int | None = None
+
+    def derived_id(self, what: str) -> str:
+        return str(
+            uuid.uuid5(
+                uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:copilot:{what}:{len(self.lines)}"
+            )
+        )
+
+    def emit(
+        self, kind: str, data: dict[str, Any], time: str | None, *, bookkeeping: bool = False
+    ) -> None:
+        """Append one line; a record without a time takes the nearest earlier one."""
+        if time is None:
+            time = self.time
+            if not bookkeeping:
+                self.diags.add("timestamps-synthesized", kind)
+        else:
+            self.time = time
+        event_id = self.derived_id("event")
+        self.lines.append(native.event_line(kind, data, event_id, time or EPOCH, self.prev))
+        self.prev = event_id
+
+    def turn(self, turn: int | None, time: str | None) -> None:
+        if turn is None or turn == self.open_turn:
+            return
+        self.close_turn()
+        self.open_turn = turn
+        self.emit(native.TURN_START, {"turnId": str(turn)}, time, bookkeeping=True)
+
+    def close_turn(self) -> None:
+        if self.open_turn is not None:
+            self.emit(native.TURN_END, {"turnId": str(self.open_turn)}, None, bookkeeping=True)
+            self.open_turn = None
+
+    def group(self, group: _Group) -> None:
+        if group.empty:
+            return
+        head = group.first
+        self.turn(head.turn, head.time)
+        data: dict[str, Any] = {
+            "messageId": self.derived_id("message"),
+            "content": group.text.text if group.text is not None else "",
+        }
+        if group.model:
+            data["model"] = group.model
+        if group.calls:
+            data["toolRequests"] = [
+                {
+                    "toolCallId": rec.call.id,
+                    "name": rec.call.name,
+                    "arguments": rec.call.arguments,
+                    "type": "function",
+                }
+                for rec in group.calls
+            ]
+        if group.reasoning is not None:
+            data["reasoningText"] = group.reasoning.text
+        if self.open_turn is not None:
+            data["turnId"] = str(self.open_turn)
+        self.emit(native.ASSISTANT_MESSAGE, data, head.time)
+        for rec in group.calls:
+            start: dict[str, Any] = {
+                "toolCallId": rec.call.id,
+                "toolName": rec.call.name,
+                "arguments": rec.call.arguments,
+            }
+            if self.open_turn is not None:
+                start["turnId"] = str(self.open_turn)
+            self.emit(native.TOOL_START, start, rec.time)
+
+
+def plan(
+    snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
+) -> ExportPlan:
+    diags = Diagnostics()
+    # Copilot keeps a call without its result (the CLI resumes it as pending work), so only
+    # an unfinished last turn and results without their call are refused.
+    drop = check_continuable(snapshot, "copilot", allow_lossy=allow_lossy, needs_results=False)
+    orphans = orphan_results(snapshot)
+    if orphans and not allow_lossy:
+        raise RefusedError(
+            f"refusing to write copilot: record {orphans[0]} is a tool result without its call; "
+            "pass --allow-lossy to leave such records out"
+        )
+    drop.update(orphans)
+    session = snapshot.session
+    workdir = cwd or session.cwd
+    if not workdir:
+        raise RefusedError("refusing to write copilot: the session has no cwd; pass --cwd DIR")
+    sid = safe_component(session_id(snapshot, diags), "session id")
+    diags.add("ids-derived", "events.jsonl id/parentId, messageId")
+
+    times = [r.time for r in snapshot.records if r.time]
+    created = session.created_at or (times[0] if times else None)
+    updated = session.updated_at or (times[-1] if times else None) or created
+
+    out = _Emitter(snapshot, diags)
+    if created is None:
+        diags.add("timestamps-synthesized", "session.start")
+    version = (
+        snapshot.source.harness_version
+        if snapshot.source.harness == "copilot" and snapshot.source.harness_version
+        else TARGET_VERSION
+    )
+    context: dict[str, Any] = {"cwd": workdir}
+    if session.branch:
+        context["branch"] = session.branch
+    start: dict[str, Any] = {
+        "sessionId": sid,
+        "version": 1,
+        "producer": "copilot-agent",
+        "copilotVersion": version,
+        "startTime": created or EPOCH,
+    }
+    # The reader gives a message without ``model`` the session's current model, so the session
+    # model is written as ``selectedModel`` only when no reasoning/assistant record lacks one.
+    unmodelled = any(
+        isinstance(r, ReasoningRecord | AssistantRecord) and r.model is None
+        for r in snapshot.records
+    )
+    if session.model and not unmodelled:
+        start["selectedModel"] = session.model
+    start["context"] = context
+    out.emit(native.SESSION_START, start, created or EPOCH)
+
+    group = _Group()
+    for rec in snapshot.records:
+        if rec.id in drop:
+            diags.add(
+                "untranslated-orphan-result"
+                if rec.kind == "tool-result"
+                else "untranslated-pending-call",
+                rec.id,
+            )
+            continue
+        if isinstance(rec, ReasoningRecord | AssistantRecord | ToolCallRecord):
+            if not group.accepts(rec):
+                out.group(group)
+                group = _Group()
+            if isinstance(rec, ReasoningRecord):
+                group.reasoning = rec
+            elif isinstance(rec, AssistantRecord):
+                group.text = rec
+            else:
+                group.calls.append(rec)
+            continue
+        out.group(group)
+        group = _Group()
+        if rec.kind == "user":
+            out.close_turn()
+            out.emit(native.USER_MESSAGE, {"content": rec.text}, rec.time)
+        elif rec.kind == "tool-result":
+            out.turn(rec.turn, rec.time)
+            res = rec.result
+            ok = res.ok
+            if ok is None:
+                diags.add("tool-status-assumed", rec.id)
+                ok = True
+            data: dict[str, Any] = {"toolCallId": res.call_id, "success": ok}
+            if ok:
+                data["result"] = {"content": res.output}
+            else:
+                data["error"] = {"message": res.output}
+            if res.exit_code is not None:
+                data["shellExecution"] = {"exitCode": res.exit_code}
+            if out.open_turn is not None:
+                data["turnId"] = str(out.open_turn)
+            out.emit(native.TOOL_COMPLETE, data, rec.time)
+        elif rec.kind == "system":
+            out.turn(rec.turn, rec.time)
+            out.emit(native.SYSTEM_MESSAGE, {"content": rec.text, "role": "system"}, rec.time)
+        elif rec.kind == "observation":
+            out.turn(rec.turn, rec.time)
+            out.emit(
+                native.SESSION_INFO,
+                {"infoType": OBSERVATION_INFO_TYPE, "message": rec.text},
+                rec.time,
+            )
+    out.group(group)
+    out.close_turn()
+
+    if session.title is None:
+        diags.add("title-missing", layout.WORKSPACE)
+    workspace: dict[str, str | int | bool | None] = {
+        "id": sid,
+        "cwd": workdir,
+        "branch": session.branch,
+        "name": session.title,
+        "user_named": False if session.title is not None else None,
+        "summary_count": 0,
+        "created_at": created,
+        "updated_at": updated,
+    }
+    rel = f".copilot/{layout.SESSION_STATE}/{sid}"
+    base = f"home/{rel}"
+    files = [
+        ExportFile(f"{base}/{layout.EVENTS}", b"".join(out.lines), 0o600),
+        ExportFile(f"{base}/{layout.WORKSPACE}", native.workspace_text(workspace).encode(), 0o600),
+    ]
+    return ExportPlan(
+        target="copilot",
+        session_id=sid,
+        snapshot_id=snapshot.id,
+        files=files,
+        session_paths=[rel],
+        resume_argv=["copilot", f"--resume={sid}"],
+        diagnostics=diags.to_models(),
+        dir_modes={".copilot": 0o700, f".copilot/{layout.SESSION_STATE}": 0o700, rel: 0o700},
+        notes=[
+            f"the session's cwd is {workdir}; Copilot CLI 1.0.102 refuses to load a session "
+            "into a directory that does not exist, so run the resume command in one that does",
+            "a Copilot home other than ~/.copilot is chosen with COPILOT_HOME",
+        ],
+    )

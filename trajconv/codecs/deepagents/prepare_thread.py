@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Install a trajconv Deep Agents export as a thread of ~/.deepagents/.state/sessions.db.
+
+usage: python prepare.py [--home DIR] [--dry-run]
+
+Run it with a python that has ``deepagents-code`` installed (the ``dcode``
+venv, e.g. ``.tools/deepagents-venv/bin/python``): it uses the real
+``langgraph`` and ``deepagents`` packages to write the thread the way a real
+run does. Reads ``trajconv-export.json`` and ``checkpoint.json`` beside this
+file, checks their sha256, validates the seed, refuses a thread id that already
+exists (exit 3), then runs a one-node graph whose state is deepagents' own
+``DeepAgentState`` messages channel (a ``DeltaChannel``) with the messages as
+input, so they land as a ``messages`` write on an input checkpoint, as in a
+real run. ``dcode threads list`` then counts them and a continued conversation
+keeps them all (``shared/formats/native-loaders.md``, seeding experiment D/E).
+The checkpoint metadata carries ``agent_name``, ``cwd``, ``updated_at``,
+``git_branch`` and the ACP markers (``acp_session: true``), so ACP
+``session/load`` accepts the thread. No model is called. ``--dry-run`` prints
+the plan and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+HERE = Path(__file__).resolve().parent
+SEED = "checkpoint.json"
+SEED_FORMAT = "trajconv.deepagents-seed/1"
+DB_REL = Path(".deepagents") / ".state" / "sessions.db"
+NODE = "trajconv_import"
+TYPES = ("human", "ai", "tool", "system")
+HINT = (
+    "this prepare needs the deepagents-code packages (langgraph, deepagents, "
+    "langgraph-checkpoint-sqlite); run it with the python of a dcode install, e.g. "
+    ".tools/deepagents-venv/bin/python prepare.py"
+)
+
+
+def fail(code: int, message: str) -> NoReturn:
+    print(f"prepare: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def check_files() -> dict[str, Any]:
+    manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
+    for entry in manifest["files"]:
+        if entry["path"] == "prepare.py":
+            continue
+        path = HERE / entry["path"]
+        if not path.is_file():
+            fail(1, f"missing file {entry['path']}")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["size"]:
+            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+    seed = json.loads((HERE / SEED).read_text("utf-8"))
+    problems = validate(seed)
+    if problems:
+        fail(1, f"{SEED}: " + "; ".join(problems))
+    return dict(seed)
+
+
+def validate(seed: Any) -> list[str]:
+    if not isinstance(seed, dict) or seed.get("format") != SEED_FORMAT:
+        return [f"not a {SEED_FORMAT} document"]
+    problems = []
+    if not isinstance(seed.get("thread_id"), str) or not seed["thread_id"]:
+        problems.append("thread_id must be a non-empty string")
+    if seed.get("checkpoint_ns") != "":
+        problems.append("only the root namespace ('') can be installed")
+    if not isinstance(seed.get("cwd"), str) or not seed["cwd"]:
+        problems.append("cwd must be a non-empty string")
+    msgs = seed.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        return [*problems, "messages must be a non-empty list"]
+    ids = [m.get("id") if isinstance(m, dict) else None for m in msgs]
+    if any(not isinstance(i, str) or not i for i in ids):
+        problems.append("every message needs an id")
+    elif len(set(ids)) != len(ids):
+        problems.append("message ids repeat")
+    if any(not isinstance(m, dict) or m.get("type") not in TYPES for m in msgs):
+        problems.append(f"message types must be one of {TYPES}")
+    return problems
+
+
+def thread_exists(db: Path, thread_id: str) -> bool:
+    if not db.exists():
+        return False
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        row = conn.execute(
+            "select 1 from checkpoints where thread_id = ? limit 1", (thread_id,)
+        ).fetchone()
+    except sqlite3.OperationalError:
+        row = None  # no checkpoints table yet
+    finally:
+        conn.close()
+    return row is not None
+
+
+def metadata(seed: dict[str, Any]) -> dict[str, Any]:
+    # Config metadata is copied into every checkpoint's metadata (spec §6, §8).
+    meta: dict[str, Any] = {
+        "agent_name": seed.get("agent_name") or "agent",
+        "cwd": seed["cwd"],
+        "acp_session": True,
+    }
+    for key in ("updated_at", "git_branch"):
+        if isinstance(seed.get(key), str) and seed[key]:
+            meta[key] = seed[key]
+    return meta
+
+
+def install(db: Path, seed: dict[str, Any]) -> None:
+    try:
+        import typing
+
+        from deepagents.graph import DeepAgentState  # type: ignore[import-not-found,unused-ignore]
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+        from langgraph.checkpoint.sqlite import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            SqliteSaver,
+        )
+        from langgraph.graph import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            END,
+            START,
+            StateGraph,
+        )
+        from typing_extensions import TypedDict
+    except ImportError as exc:
+        fail(1, f"{HINT} ({exc})")
+    classes: dict[str, Any] = {
+        "human": HumanMessage,
+        "ai": AIMessage,
+        "tool": ToolMessage,
+        "system": SystemMessage,
+    }
+    msgs = [
+        classes[m["type"]](**{k: v for k, v in m.items() if k != "type"}) for m in seed["messages"]
+    ]
+    # deepagents' own declaration of the channel: DeltaChannel(..., snapshot_frequency=50).
+    channel = typing.get_type_hints(DeepAgentState, include_extras=True)["messages"]
+    state = typing.cast(Any, TypedDict)("State", {"messages": channel})
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(db), check_same_thread=False, timeout=30)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        graph = StateGraph(state)
+        graph.add_node(NODE, lambda _state: {})
+        graph.add_edge(START, NODE)
+        graph.add_edge(NODE, END)
+        config = {"configurable": {"thread_id": seed["thread_id"]}, "metadata": metadata(seed)}
+        try:
+            graph.compile(checkpointer=saver).invoke({"messages": msgs}, config)
+        except BaseException:
+            # The thread did not exist before; leave no partial thread behind.
+            conn.execute("delete from writes where thread_id = ?", (seed["thread_id"],))
+            conn.execute("delete from checkpoints where thread_id = ?", (seed["thread_id"],))
+            conn.commit()
+            raise
+    finally:
+        conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--home", type=Path, default=Path.home(), help="home to install into")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    args = parser.parse_args(argv)
+    seed = check_files()
+    db = args.home.expanduser().resolve() / DB_REL
+    tid = seed["thread_id"]
+    if thread_exists(db, tid):
+        fail(3, f"refusing to replace existing thread {tid} in {db}")
+    n = len(seed["messages"])
+    if args.dry_run:
+        print(f"would write thread {tid} ({n} messages, cwd {seed['cwd']}) into {db}")
+        print(f"dry run: nothing written; resume with: dcode -r {tid}")
+        return 0
+    install(db, seed)
+    if not thread_exists(db, tid):
+        fail(1, f"thread {tid} is not in {db} after writing")
+    print(f"wrote thread {tid} ({n} messages, cwd {seed['cwd']}) into {db}")
+    print(f"installed; resume with: dcode -r {tid}  (ACP: session/load with cwd {seed['cwd']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""Deep Agents writer: Snapshot -> ``checkpoint.json`` (portable seed) + ``prepare.py``.
+
+The native store is one shared SQLite database, so the export holds a portable
+readout instead of ``home/`` (DESIGN §6); its ``prepare.py``
+(``prepare_thread.py`` here) writes the thread with the real ``langgraph`` /
+``deepagents`` packages in the layout a real run makes (an input checkpoint
+and a ``messages`` write), which ``dcode threads list`` counts right before and
+after a continued turn (``shared/formats/deepagents.md`` §9 and its caution;
+``native-loaders.md`` seeding experiments D/E).
+
+Lowering: user -> ``HumanMessage``; a run of reasoning / assistant / tool-call
+records -> one ``AIMessage`` (text and LangChain ``reasoning`` content blocks,
+``tool_calls``); a new AIMessage starts when text follows a tool call;
+tool-result -> ``ToolMessage`` with ``status``. Deep Agents cannot hold system
+text or observations in a thread (the system prompt is rebuilt at run time),
+per-message times, or exit codes other than in the tool output text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable
+from trajconv.codecs.deepagents import layout
+from trajconv.codecs.deepagents.reader import EXIT_RE, HARNESS
+from trajconv.errors import RefusedError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Snapshot
+
+THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+AI_KINDS = ("assistant", "reasoning", "tool-call")
+
+
+def prepare_script() -> str:
+    return (
+        resources.files("trajconv.codecs.deepagents")
+        .joinpath("prepare_thread.py")
+        .read_text("utf-8")
+    )
+
+
+def dcode_time(time: str | None) -> str | None:
+    """A Snapshot time in dcode's ``datetime.now(UTC).isoformat()`` shape."""
+    if time is None:
+        return None
+    moment = datetime.fromisoformat(time.replace("Z", "+00:00"))
+    return moment.isoformat(timespec="microseconds")
+
+
+def thread_id(snapshot: Snapshot, diags: Diagnostics) -> str:
+    sid = snapshot.session.id
+    if THREAD_ID_RE.match(sid):
+        return sid
+    diags.add("ids-derived", "thread id")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:deepagents-thread"))
+
+
+class _Lowerer:
+    def __init__(self, snapshot: Snapshot, diags: Diagnostics, keep_reasoning: bool) -> None:
+        self.snapshot = snapshot
+        self.d = diags
+        self.keep_reasoning = keep_reasoning
+        self.native_ids = snapshot.source.harness == HARNESS
+        self.messages: list[dict[str, Any]] = []
+        self.times: dict[str, str] = {}
+        self.used: set[str] = set()
+        self.call_names: dict[str, str] = {}
+        self.group: dict[str, Any] | None = None
+        self.parts: list[tuple[str, str]] = []
+        self.model_seen = False
+
+    def message_id(self, rec: Any) -> str:
+        native = rec.evidence.native_id
+        if self.native_ids and isinstance(native, str) and native and native not in self.used:
+            mid = native
+        else:
+            self.d.add("ids-derived", "message ids")
+            mid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:{rec.seq}"))
+        self.used.add(mid)
+        if rec.time is not None:
+            self.times[mid] = rec.time
+        return mid
+
+    def close(self) -> None:
+        group, self.group = self.group, None
+        if group is None:
+            return
+        parts, self.parts = self.parts, []
+        texts = [t for k, t in parts if k == "assistant"]
+        if len(parts) == len(texts) and len(texts) <= 1:
+            group["content"] = texts[0] if texts else ""
+        else:
+            group["content"] = [
+                {"type": "text", "text": t}
+                if k == "assistant"
+                else {"type": "reasoning", "reasoning": t}
+                for k, t in parts
+            ]
+        self.messages.append(group)
+
+    def ai(self, rec: Any) -> None:
+        if self.group is None or (rec.kind != "tool-call" and self.group["tool_calls"]):
+            self.close()
+            self.group = {
+                "type": "ai",
+                "id": self.message_id(rec),
+                "content": "",
+                "tool_calls": [],
+            }
+        group = self.group
+        if rec.kind in ("assistant", "reasoning"):
+            if rec.kind == "reasoning" and not self.keep_reasoning:
+                self.d.add("untranslated-reasoning", rec.id)
+                return
+            self.parts.append((rec.kind, rec.text))
+            if rec.model and "response_metadata" not in group:
+                group["response_metadata"] = {"model_name": rec.model}
+                self.model_seen = True
+            return
+        args = rec.call.arguments
+        if not isinstance(args, dict):
+            args = {"_raw": json.dumps(args, ensure_ascii=False)}
+        group["tool_calls"].append(
+            {"name": rec.call.name, "args": args, "id": rec.call.id, "type": "tool_call"}
+        )
+        self.call_names[rec.call.id] = rec.call.name
+
+    def other(self, rec: Any) -> None:
+        self.close()
+        if rec.kind == "user":
+            self.messages.append({"type": "human", "id": self.message_id(rec), "content": rec.text})
+        elif rec.kind == "tool-result":
+            res = rec.result
+            if res.ok is None:
+                self.d.add("tool-status-assumed", rec.id)
+            if res.exit_code is not None and not EXIT_RE.search(res.output):
+                self.d.add("untranslated-exit-code", rec.id)
+            msg: dict[str, Any] = {
+                "type": "tool",
+                "id": self.message_id(rec),
+                "tool_call_id": res.call_id,
+                "content": res.output,
+                "status": "error" if res.ok is False else "success",
+            }
+            if res.call_id in self.call_names:
+                msg["name"] = self.call_names[res.call_id]
+            self.messages.append(msg)
+        else:
+            # system / observation: no slot in a Deep Agents thread.
+            self.d.add(f"untranslated-{rec.kind}", rec.id)
+
+
+def plan(
+    snapshot: Snapshot,
+    *,
+    allow_lossy: bool = False,
+    cwd: str | None = None,
+    agent_name: str = "agent",
+    reasoning: str = "keep",
+    **_options: Any,
+) -> ExportPlan:
+    """``reasoning="keep"`` writes reasoning as LangChain ``reasoning`` blocks (ACP replays
+    them as thoughts); ``"drop"`` leaves it out (some providers reject such blocks)."""
+    diags = Diagnostics()
+    drop = check_continuable(snapshot, "deepagents", allow_lossy=allow_lossy)
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError("refusing to write deepagents: the session has no cwd; pass --cwd DIR")
+    if reasoning not in ("keep", "drop"):
+        raise RefusedError(f"reasoning must be 'keep' or 'drop', not {reasoning!r}")
+    tid = thread_id(snapshot, diags)
+    low = _Lowerer(snapshot, diags, keep_reasoning=reasoning == "keep")
+    for rec in snapshot.records:
+        if rec.id in drop:
+            diags.add(
+                "untranslated-pending-call"
+                if rec.kind == "tool-call"
+                else "untranslated-orphan-result",
+                rec.id,
+            )
+            continue
+        if rec.kind in AI_KINDS:
+            low.ai(rec)
+        else:
+            low.other(rec)
+    low.close()
+    if not low.messages:
+        raise RefusedError("refusing to write deepagents: no message to write")
+
+    session = snapshot.session
+    if session.model is not None and not low.model_seen:
+        diags.add("untranslated-model", "response_metadata.model_name")
+    if low.times:
+        diags.add("untranslated-time", "per-message times (kept only in checkpoint.json)")
+    updated = session.updated_at or next(
+        (r.time for r in reversed(snapshot.records) if r.time), None
+    )
+    seed: dict[str, Any] = {
+        "format": layout.SEED_FORMAT,
+        "snapshot_id": snapshot.id,
+        "thread_id": tid,
+        "checkpoint_ns": "",
+        "cwd": workdir,
+        "agent_name": agent_name,
+        "git_branch": session.branch,
+        "created_at": dcode_time(session.created_at),
+        "updated_at": dcode_time(updated),
+        "model": session.model,
+        "acp_session": True,
+        "messages": low.messages,
+        "times": low.times,
+    }
+    data = json.dumps(seed, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
+    return ExportPlan(
+        target="deepagents",
+        session_id=tid,
+        snapshot_id=snapshot.id,
+        files=[ExportFile(layout.SEED, data, 0o644)],
+        session_paths=[],
+        resume_argv=["dcode", "-r", tid],
+        diagnostics=diags.to_models(),
+        prepare_script=prepare_script(),
+        notes=[
+            "run prepare.py with the python of a deepagents-code install "
+            "(it imports langgraph and deepagents), e.g. .tools/deepagents-venv/bin/python",
+            f"the thread lands in ~/{layout.ROOT}/{layout.DB_REL}; "
+            f"ACP clients load it with session/load cwd={workdir}",
+        ],
+    )

@@ -1,0 +1,857 @@
+"""fx reader: ``~/.fx/sessions/<id>/`` of any layout fx has written -> Snapshot.
+
+Format facts: ``shared/formats/fx.md`` (upstream vercel-labs/fx; legacy and ``event_log_v1``
+behaviour checked against fx 0.0.5 built from source). ``session.json``'s top-level
+``schema_version`` picks the layout (§0):
+
+* 1, 2 - monolithic: the whole history inside ``session.json`` (§5.1);
+* 3 - ``event_log_v1``: semantic frames in ``events.jsonl``, committed up to the
+  ``commit.<generation>.json`` watermark; bytes past it are a crashed append (§5.2). History
+  comes from ``history_turn_committed`` frames and committed state replacements (migration,
+  compaction), never from the manifest, which is only a projection;
+* 4 - conversation frames in ``events.jsonl`` with tool outputs in ``tool-results/`` (§2-§4).
+  A tool result whose body is missing or whose size differs from ``stored_bytes`` is a
+  FormatError; the preview is never used instead. A torn last line and an unfinished trailing
+  turn are the crash tail fx itself drops (§3.2 rule 6): counted, not projected.
+
+Record ids: schema 4 ``fx:<seq>`` (frame seq == line number, checked); schema 3
+``fx:<seq>/<place>``; legacy ``fx:h<index>/<place>``. Native units: schema 4 counts each line
+and each image attachment; legacy and schema-3 turns count their items (user message, image,
+step text, call, result, final answer, interruption, file evidence, background command,
+compaction summary) and schema 3 also each non-turn frame and each uncommitted line.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from trajconv.codecs.base import Limits
+from trajconv.codecs.fx import layout, native
+from trajconv.codecs.jsonl import count_units, iter_objects, read_bounded
+from trajconv.errors import FormatError
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_ms
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+
+READER = "fx/1"
+SKIP_NAMES = ("owner.live", "history-cache.bin")
+Obj = dict[str, Any]
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ms_time(value: Any) -> str | None:
+    ms = _int(value)
+    return time_from_ms(ms) if ms is not None and ms >= 0 else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _arguments(text: Any) -> Any:
+    """Parsed ``arguments_json``, or ``{"_raw": text}`` when it is not JSON (DESIGN §2)."""
+    if not isinstance(text, str):
+        return {"_raw": ""}
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {"_raw": text}
+
+
+def _json_object(data: bytes, file: str) -> Obj:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(file, f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise FormatError(file, "not a JSON object")
+    return value
+
+
+def _media(name: str) -> str:
+    if name.endswith(".jsonl"):
+        return "application/x-ndjson"
+    if name.endswith(".json"):
+        return "application/json"
+    if name.endswith(".txt"):
+        return "text/plain"
+    return "application/octet-stream"
+
+
+def _session_files(sdir: Path, limits: Limits) -> dict[str, bytes]:
+    """Every file of the session folder (locks, liveness marker and binary cache aside)."""
+    files: dict[str, bytes] = {}
+    total = 0
+    for path in sorted(sdir.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(sdir).as_posix()
+        if path.name.endswith(".lock") or path.name in SKIP_NAMES:
+            continue
+        total += path.stat().st_size
+        limits.check("max_session_bytes", total, sdir)
+        files[rel] = read_bounded(path, limits.max_session_bytes)
+    return files
+
+
+# --------------------------------------------------------------------------- legacy / v3 turns
+
+
+@dataclass
+class _Place:
+    """Where a history turn came from: its artifact, line, id prefix and JSON path."""
+
+    artifact: str
+    line: int | None
+    prefix: str
+    path: str
+
+
+class _TurnLifter:
+    """Lifts legacy / schema-3 history turns (§5.1) into records; one unit per turn item."""
+
+    def __init__(self, b: SnapshotBuilder) -> None:
+        self.b = b
+        self.d: Diagnostics = b.diagnostics
+        self.turn = -1
+
+    def _ev(self, at: _Place, sub: str, kind: str) -> Evidence:
+        return Evidence(artifact=at.artifact, line=at.line, json_path=at.path + sub, native=kind)
+
+    def _sample(self, at: _Place, sub: str) -> str:
+        where = f"{at.artifact}:{at.line}" if at.line is not None else at.artifact
+        return f"{where} {at.path}{sub}"
+
+    def lift(self, turn: Any, at: _Place) -> None:
+        if not isinstance(turn, dict):
+            raise FormatError(at.artifact, f"history turn {at.path} is not an object", line=at.line)
+        kind = turn.get("kind")
+        if kind == native.TURN_COMPACTED:
+            # a compaction summary stands for removed turns; fx keeps it as internal context
+            self.d.add("compaction-state", self._sample(at, ""), name=kind)
+            return
+        if kind not in (native.TURN_ASSISTANT, native.TURN_BACKGROUND, native.TURN_INTERRUPTED):
+            self.d.add("unknown-kind", self._sample(at, ""), name=str(kind))
+            return
+        self.turn += 1
+        user = turn.get("user")
+        if not isinstance(user, dict):
+            raise FormatError(at.artifact, f"history turn {at.path} has no user", line=at.line)
+        text = native.durable_text(user.get("text"))
+        if text is None:
+            raise FormatError(at.artifact, f"{at.path}.user.text is not text", line=at.line)
+        self.b.add_text(
+            "user",
+            f"{at.prefix}user",
+            text,
+            time=None,
+            turn=self.turn,
+            evidence=self._ev(at, ".user", "user"),
+        )
+        images = user.get("images")
+        if isinstance(images, list) and images:
+            self.d.add(
+                "non-text-content", self._sample(at, ".user.images"), len(images), name="image"
+            )
+        execution = turn.get("execution")
+        if isinstance(execution, dict):
+            self._execution(execution, at)
+        final = turn.get("assistant")
+        if kind == native.TURN_BACKGROUND:
+            self.d.add("lifecycle-dropped", self._sample(at, ".log_path"), name=kind)
+        if isinstance(final, dict | str):
+            reply = native.durable_text(final)
+            if reply:
+                # an interrupted turn's text is what the model had said when it stopped
+                native_kind = (
+                    "interrupted.partial_text" if kind == native.TURN_INTERRUPTED else "assistant"
+                )
+                self.b.add_text(
+                    "assistant",
+                    f"{at.prefix}assistant",
+                    reply,
+                    time=None,
+                    turn=self.turn,
+                    evidence=self._ev(at, ".assistant", native_kind),
+                )
+            else:
+                self.d.add("empty-content", self._sample(at, ".assistant"), name="assistant")
+        if kind == native.TURN_INTERRUPTED:
+            call = turn.get("tool_call")
+            if isinstance(call, dict):
+                rid = self._call(call, at, ".tool_call", f"{at.prefix}tool_call")
+                self.d.add("pending-tool-call", rid)
+            reason = turn.get("terminal_reason", "cancelled")
+            self.b.add_text(
+                "system",
+                f"{at.prefix}interrupted",
+                native.INTERRUPT_PREFIX + str(reason),
+                time=None,
+                turn=self.turn,
+                evidence=self._ev(at, ".terminal_reason", "interrupted"),
+            )
+
+    def _call(self, call: Obj, at: _Place, sub: str, rid: str) -> str:
+        call_id = native.durable_text(call.get("id"))
+        name = native.durable_text(call.get("name"))
+        if call_id is None or name is None:
+            raise FormatError(
+                at.artifact, f"tool call {at.path}{sub} lacks id or name", line=at.line
+            )
+        args = _arguments(native.durable_text(call.get("arguments_json")))
+        self.b.add_call(
+            rid,
+            call_id,
+            name,
+            args,
+            time=None,
+            turn=self.turn,
+            evidence=self._ev(at, sub, "tool_call"),
+        )
+        return rid
+
+    def _execution(self, execution: Obj, at: _Place) -> None:
+        steps = execution.get("tool_steps")
+        answered: set[str] = set()
+        calls: list[tuple[str, str]] = []
+        for j, step in enumerate(steps if isinstance(steps, list) else []):
+            if not isinstance(step, dict):
+                raise FormatError(
+                    at.artifact,
+                    f"{at.path}.execution.tool_steps[{j}] is not an object",
+                    line=at.line,
+                )
+            sub = f".execution.tool_steps[{j}]"
+            text = native.durable_text(step.get("assistant"))
+            if text:
+                self.b.add_text(
+                    "assistant",
+                    f"{at.prefix}s{j}/assistant",
+                    text,
+                    time=None,
+                    turn=self.turn,
+                    evidence=self._ev(at, f"{sub}.assistant", "assistant"),
+                )
+            elif text == "":
+                self.d.add("empty-content", self._sample(at, f"{sub}.assistant"), name="assistant")
+            for k, call in enumerate(step.get("tool_calls") or []):
+                if not isinstance(call, dict):
+                    raise FormatError(
+                        at.artifact,
+                        f"{at.path}{sub}.tool_calls[{k}] is not an object",
+                        line=at.line,
+                    )
+                rid = self._call(call, at, f"{sub}.tool_calls[{k}]", f"{at.prefix}s{j}/call{k}")
+                calls.append((str(native.durable_text(call.get("id"))), rid))
+            for k, res in enumerate(step.get("tool_results") or []):
+                if not isinstance(res, dict):
+                    raise FormatError(
+                        at.artifact,
+                        f"{at.path}{sub}.tool_results[{k}] is not an object",
+                        line=at.line,
+                    )
+                answered.add(
+                    self._result(res, at, f"{sub}.tool_results[{k}]", f"{at.prefix}s{j}/result{k}")
+                )
+        for call_id, rid in calls:
+            if call_id not in answered:
+                self.d.add("pending-tool-call", rid)
+        files = execution.get("files")
+        if isinstance(files, list) and files:
+            self.d.add(
+                "lifecycle-dropped",
+                self._sample(at, ".execution.files"),
+                len(files),
+                name="file_evidence",
+            )
+
+    def _result(self, res: Obj, at: _Place, sub: str, rid: str) -> str:
+        call_id = native.durable_text(res.get("tool_call_id"))
+        output = native.durable_text(res.get("output"))
+        if call_id is None or output is None:
+            raise FormatError(
+                at.artifact,
+                f"tool result {at.path}{sub} lacks tool_call_id or output",
+                line=at.line,
+            )
+        status = res.get("status")
+        ok = True if status == "success" else False if status == "failure" else None
+        self.b.add_result(
+            rid,
+            call_id,
+            ok,
+            output,
+            time=_ms_time(res.get("created_at_ms")),
+            turn=self.turn,
+            evidence=self._ev(at, sub, "tool_result"),
+            truncated=res.get("truncated") is True,
+            exit_code=native.exit_code_of(res.get("command_process_presentation")),
+        )
+        return call_id
+
+
+def _read_legacy(meta: Obj, b: SnapshotBuilder) -> None:
+    history = meta.get("history")
+    if not isinstance(history, list):
+        raise FormatError(layout.SESSION_JSON, "legacy session without a history array")
+    if _int(meta.get("history_len")) != len(history):
+        raise FormatError(layout.SESSION_JSON, "history_len does not equal len(history)")
+    lifter = _TurnLifter(b)
+    for i, turn in enumerate(history):
+        lifter.lift(turn, _Place(layout.SESSION_JSON, None, f"fx:h{i}/", f"$.history[{i}]"))
+    root = meta.get("workspace_root")
+    b.session = Session(
+        id=b.source.session_id,
+        cwd=_str(root),
+        created_at=_ms_time(meta.get("created_at_ms")),
+        updated_at=_ms_time(meta.get("updated_at_ms")),
+    )
+
+
+# --------------------------------------------------------------------------- schema 3
+
+
+@dataclass
+class _V3State:
+    cwd: str | None = None
+    model: str | None = None
+    created: int | None = None
+    updated: int | None = None
+    #: (turn, place) in the order of the durable history
+    history: list[tuple[Any, _Place]] = field(default_factory=list)
+
+
+def _turn_items(turn: Any) -> int:
+    """Native units inside one history turn (the same walk ``_TurnLifter`` projects)."""
+    if not isinstance(turn, dict):
+        return 1
+    if turn.get("kind") not in (
+        native.TURN_ASSISTANT,
+        native.TURN_BACKGROUND,
+        native.TURN_INTERRUPTED,
+    ):
+        return 1
+    raw_user = turn.get("user")
+    user: Obj = raw_user if isinstance(raw_user, dict) else {}
+    images = user.get("images")
+    n = 1 + (len(images) if isinstance(images, list) else 0)
+    raw_exec = turn.get("execution")
+    execution: Obj = raw_exec if isinstance(raw_exec, dict) else {}
+    for step in execution.get("tool_steps") or []:
+        if isinstance(step, dict):
+            n += 1 if step.get("assistant") is not None else 0
+            n += len(step.get("tool_calls") or []) + len(step.get("tool_results") or [])
+    files = execution.get("files")
+    n += len(files) if isinstance(files, list) else 0
+    n += 1 if turn.get("assistant") is not None else 0
+    n += 1 if turn.get("kind") == native.TURN_BACKGROUND else 0
+    if turn.get("kind") == native.TURN_INTERRUPTED:
+        n += 1 + (1 if isinstance(turn.get("tool_call"), dict) else 0)
+    return n
+
+
+def _watermark(sdir: Path, files: dict[str, bytes], sid: str, generation: Any) -> Obj:
+    name = f"commit.{generation}.json"
+    if name not in files:
+        found = [
+            n
+            for n in files
+            if n.startswith("commit.")
+            and n.endswith(".json")
+            and "/" not in n
+            and n != "commit.pending.json"
+        ]
+        if len(found) != 1:
+            raise FormatError(
+                sdir / name,
+                "missing commit watermark: the event log has no "
+                "committed boundary, fx cannot read this session",
+            )
+        name = found[0]
+    mark = _json_object(files[name], name)
+    if mark.get("session_id") != sid:
+        raise FormatError(name, "watermark names another session")
+    for key in ("through_seq", "through_event_log_bytes"):
+        if _int(mark.get(key)) is None or mark[key] < 0:
+            raise FormatError(name, f"watermark {key} is not a non-negative integer")
+    mark["_name"] = name
+    return mark
+
+
+def _read_v3(
+    sdir: Path, meta: Obj, files: dict[str, bytes], b: SnapshotBuilder, limits: Limits
+) -> None:
+    sid = b.source.session_id
+    d = b.diagnostics
+    if meta.get("storage_format") != "event_log_v1":
+        raise FormatError(layout.SESSION_JSON, "schema 3 without storage_format event_log_v1")
+    if layout.AUTHORITY in files:
+        authority = _json_object(files[layout.AUTHORITY], layout.AUTHORITY)
+        if authority.get("session_id") != sid:
+            raise FormatError(layout.AUTHORITY, "authority marker names another session")
+    mark = _watermark(sdir, files, sid, meta.get("log_generation"))
+    generation = mark.get("log_generation")
+    data = files.get(layout.EVENTS)
+    if data is None:
+        raise FormatError(sdir / layout.EVENTS, "missing: schema 3 keeps its history there")
+    through = int(mark["through_event_log_bytes"])
+    if len(data) < through or (through and data[through - 1 : through] != b"\n"):
+        raise FormatError(
+            layout.EVENTS,
+            f"the committed boundary ({through} bytes, "
+            f"{mark['_name']}) is not a line end of the log",
+        )
+    committed, tail = data[:through], data[through:]
+    state = _V3State()
+    pending: dict[str, Any] = {}
+    last: tuple[int, Any] | None = None
+    for number, obj in iter_objects(committed, layout.EVENTS, d, limits):
+        ev = _v3_event(number, obj, generation)
+        last = (ev.seq, ev.event_id)
+        _apply_v3(ev, state, pending, d)
+        if ev.timestamp_ms >= 0:
+            state.updated = ev.timestamp_ms
+    if (last or (0, None)) != (mark["through_seq"], mark.get("through_event_id")) and through:
+        raise FormatError(
+            layout.EVENTS,
+            f"the log does not end at the watermark ({mark['_name']}: seq {mark['through_seq']})",
+        )
+    if tail:
+        # an append that crashed before its watermark: not committed, fx ignores it (§5.2)
+        first = count_units(committed) + 1
+        d.add("crash-tail", f"{layout.EVENTS}:{first}", count_units(tail), name="uncommitted")
+    lifter = _TurnLifter(b)
+    for turn, at in state.history:
+        lifter.lift(turn, at)
+    display = files.get(layout.DISPLAY)
+    title = None
+    if display is not None:
+        try:
+            value = orjson.loads(display)
+            title = _str(value.get("title")) if isinstance(value, dict) else None
+        except orjson.JSONDecodeError:
+            d.add("metadata-invalid", layout.DISPLAY)
+    b.session = Session(
+        id=sid,
+        title=title,
+        cwd=state.cwd or _str(meta.get("workspace_root")),
+        model=state.model,
+        created_at=_ms_time(
+            state.created if state.created is not None else meta.get("created_at_ms")
+        ),
+        updated_at=_ms_time(state.updated),
+    )
+
+
+def _v3_event(number: int, obj: Obj, generation: Any) -> native.FxEventV3:
+    where = layout.EVENTS
+    if obj.get("schema_version") != 1:
+        raise FormatError(where, "unsupported event frame schema_version", line=number)
+    if obj.get("log_generation") != generation:
+        raise FormatError(where, "frame of another log generation", line=number)
+    seq = _int(obj.get("seq"))
+    if seq != number:
+        raise FormatError(
+            where, f"seq {obj.get('seq')!r} is not contiguous (expected {number})", line=number
+        )
+    kind, payload, ts = obj.get("kind"), obj.get("payload"), _int(obj.get("timestamp_ms"))
+    if not isinstance(kind, str) or not isinstance(payload, dict) or ts is None:
+        raise FormatError(where, "frame lacks kind, payload or timestamp_ms", line=number)
+    return native.FxEventV3(number, seq, str(obj.get("event_id")), ts, kind, payload)
+
+
+def _apply_v3(
+    ev: native.FxEventV3, state: _V3State, pending: dict[str, Any], d: Diagnostics
+) -> None:
+    place = f"{layout.EVENTS}:{ev.line}"
+    p = ev.payload
+    if ev.kind == native.HISTORY_TURN_COMMITTED:
+        at = _Place(layout.EVENTS, ev.line, f"fx:{ev.seq}/", "$.payload.turn")
+        state.history.append((p.get("turn"), at))
+        return
+    if ev.kind == native.STATE_CHUNK:
+        rid = p.get("replacement_id")
+        if not isinstance(pending.get("id"), str) or rid != pending["id"]:
+            raise FormatError(layout.EVENTS, "state chunk outside its replacement", line=ev.line)
+        try:
+            raw = base64.b64decode(str(p.get("base64", "")), validate=True)
+        except ValueError:
+            raise FormatError(layout.EVENTS, "state chunk is not base64", line=ev.line) from None
+        if hashlib.sha256(raw).hexdigest() != p.get("chunk_sha256"):
+            raise FormatError(layout.EVENTS, "state chunk sha256 mismatch", line=ev.line)
+        pending["chunks"].append(raw)
+        d.add("compaction-state", place, name=ev.kind)
+        return
+    d.add(
+        "lifecycle-dropped" if ev.kind in native.V3_LIFECYCLE else "unknown-kind",
+        place,
+        name=ev.kind,
+    )
+    if ev.kind == native.SESSION_STARTED:
+        state.created = _int(p.get("created_at_ms"))
+        state.cwd = _str(p.get("workspace_root"))
+        prefs = p.get("preferences")
+        state.model = _str(prefs.get("model")) if isinstance(prefs, dict) else None
+    elif ev.kind == native.PREFERENCES_CHANGED:
+        state.model = _str(p.get("model")) or state.model
+    elif ev.kind == native.WORKSPACE_REBOUND:
+        state.cwd = _str(p.get("workspace_root")) or state.cwd
+    elif ev.kind == native.STATE_STARTED:
+        pending.clear()
+        pending.update(
+            id=p.get("replacement_id"), sha=p.get("sha256"), chunks=[], line=ev.line, seq=ev.seq
+        )
+    elif ev.kind == native.STATE_COMMITTED:
+        if p.get("replacement_id") != pending.get("id"):
+            raise FormatError(layout.EVENTS, "state commit without its start", line=ev.line)
+        blob = b"".join(pending["chunks"])
+        if hashlib.sha256(blob).hexdigest() != pending["sha"]:
+            raise FormatError(layout.EVENTS, "state replacement sha256 mismatch", line=ev.line)
+        durable = _json_object(blob, f"{layout.EVENTS}:{pending['line']} state")
+        history = durable.get("history")
+        if not isinstance(history, list):
+            raise FormatError(layout.EVENTS, "replaced state has no history", line=ev.line)
+        for turn, at in state.history:
+            # turns a replacement (compaction) superseded stay in the log artifact only
+            d.add(
+                "compaction-state",
+                f"{at.artifact}:{at.line} {at.path}",
+                _turn_items(turn),
+                name="superseded_turn",
+            )
+        state.history = [
+            (
+                turn,
+                _Place(
+                    layout.EVENTS,
+                    pending["line"],
+                    f"fx:{pending['seq']}/h{i}/",
+                    f"$.state.history[{i}]",
+                ),
+            )
+            for i, turn in enumerate(history)
+        ]
+        state.cwd = _str(durable.get("workspace_root")) or state.cwd
+        prefs = durable.get("preferences")
+        if isinstance(prefs, dict):
+            state.model = _str(prefs.get("model")) or state.model
+        state.created = _int(durable.get("created_at_ms")) or state.created
+        pending.clear()
+
+
+# --------------------------------------------------------------------------- schema 4
+
+
+def _v4_frames(data: bytes, d: Diagnostics, limits: Limits) -> list[native.FxFrame]:
+    frames: list[native.FxFrame] = []
+    for number, obj in iter_objects(data, layout.EVENTS, d, limits):
+        if obj.get("schema_version") not in native.FRAME_SCHEMAS:
+            raise FormatError(
+                layout.EVENTS,
+                f"frame schema_version {obj.get('schema_version')!r} is not 1, 2 or 3",
+                line=number,
+            )
+        if _int(obj.get("seq")) != number:
+            # no blank lines are allowed, so seq equals the line number (§3)
+            raise FormatError(
+                layout.EVENTS,
+                f"seq {obj.get('seq')!r} is not contiguous (expected {number})",
+                line=number,
+            )
+        ts = _int(obj.get("timestamp_ms"))
+        event = obj.get("event")
+        if ts is None or ts < 0 or not isinstance(event, dict) or len(event) != 1:
+            raise FormatError(
+                layout.EVENTS,
+                "frame needs timestamp_ms >= 0 and an event with exactly one kind",
+                line=number,
+            )
+        ((kind, body),) = event.items()
+        if not isinstance(body, dict):
+            raise FormatError(layout.EVENTS, f"{kind} event is not an object", line=number)
+        frames.append(native.FxFrame(number, number, ts, str(kind), body))
+    return frames
+
+
+def _crash_tail_start(frames: list[native.FxFrame]) -> int:
+    """Index of the first frame of an unfinished trailing turn, or ``len(frames)``."""
+    for i in range(len(frames) - 1, -1, -1):
+        kind = frames[i].kind
+        if kind in native.CLOSING:
+            return len(frames)
+        if kind == native.USER:
+            return i
+    return len(frames)
+
+
+class _FrameLifter:
+    def __init__(self, b: SnapshotBuilder, files: dict[str, bytes]) -> None:
+        self.b = b
+        self.d = b.diagnostics
+        self.files = files
+        self._turn = -1
+        self.open = False
+        self.pending: dict[str, tuple[str, str]] = {}
+
+    @property
+    def turn(self) -> int | None:
+        """The current turn; ``None`` for frames before the first user message."""
+        return self._turn if self._turn >= 0 else None
+
+    def _ev(self, f: native.FxFrame, kind: str | None = None, units: int = 1) -> Evidence:
+        return Evidence(
+            artifact=layout.EVENTS,
+            line=f.line,
+            native=kind or f.kind,
+            native_id=str(f.seq),
+            units=units,
+        )
+
+    def frame(self, f: native.FxFrame) -> None:
+        place = f"{layout.EVENTS}:{f.line}"
+        time = time_from_ms(f.timestamp_ms)
+        body = f.body
+        if f.kind == native.USER:
+            if self.open:
+                self.d.add("chain-break", place)  # fx rejects a user inside an open turn
+                self._close(place)
+            self._turn += 1
+            self.open = True
+            self.b.add_text(
+                "user",
+                f"fx:{f.seq}",
+                self._text(body, f),
+                time=time,
+                turn=self.turn,
+                evidence=self._ev(f),
+            )
+            images = body.get("images")
+            if isinstance(images, list) and images:
+                self.d.add("non-text-content", place, len(images), name="image")
+        elif f.kind in native.IN_TURN and not self.open:
+            self.d.add("chain-break", place)
+            self._in_turn(f, time, place)
+        elif f.kind in native.IN_TURN:
+            self._in_turn(f, time, place)
+        elif f.kind == native.TURN_COMPLETED:
+            self.d.add("lifecycle-dropped", place, name=f.kind)
+            self._close(place)
+        elif f.kind == native.INTERRUPTED:
+            partial = body.get("partial_text")
+            if isinstance(partial, str) and partial:
+                self.b.add_text(
+                    "assistant",
+                    f"fx:{f.seq}:partial",
+                    partial,
+                    time=time,
+                    turn=self.turn,
+                    evidence=self._ev(f, "interrupted.partial_text", units=0),
+                )
+            reason = (
+                body.get("reason")
+                if body.get("reason") in native.INTERRUPT_REASONS
+                else ("cancelled")
+            )
+            self.b.add_text(
+                "system",
+                f"fx:{f.seq}",
+                native.INTERRUPT_PREFIX + str(reason),
+                time=time,
+                turn=self.turn,
+                evidence=self._ev(f),
+            )
+            self._close(place)
+        elif f.kind == native.CONTEXT_CHECKPOINT:
+            self.d.add("compaction-state", place, name=f.kind)
+        else:
+            self.d.add("unknown-kind", place, name=f.kind)
+
+    def _text(self, body: Obj, f: native.FxFrame) -> str:
+        text = body.get("text")
+        if not isinstance(text, str):
+            raise FormatError(layout.EVENTS, f"{f.kind} without text", line=f.line)
+        return text
+
+    def _in_turn(self, f: native.FxFrame, time: str, place: str) -> None:
+        body = f.body
+        if f.kind == native.STEERING:
+            self.b.add_text(
+                "user",
+                f"fx:{f.seq}",
+                self._text(body, f),
+                time=time,
+                turn=self.turn,
+                evidence=self._ev(f),
+            )
+        elif f.kind == native.ASSISTANT:
+            text = self._text(body, f)
+            replay = body.get("provider_replay")
+            source = replay.get("source") if isinstance(replay, dict) else None
+            model = _str(source.get("model")) if isinstance(source, dict) else None
+            if text:
+                self.b.add_text(
+                    "assistant",
+                    f"fx:{f.seq}",
+                    text,
+                    time=time,
+                    turn=self.turn,
+                    evidence=self._ev(f),
+                    model=model,
+                )
+            else:
+                self.d.add("empty-content", place, name=f.kind)
+        elif f.kind == native.TOOL_CALL:
+            call_id, name = body.get("call_id"), body.get("tool_name")
+            if not isinstance(call_id, str) or not isinstance(name, str) or not call_id:
+                raise FormatError(
+                    layout.EVENTS, "tool_call lacks call_id or tool_name", line=f.line
+                )
+            self.b.add_call(
+                f"fx:{f.seq}",
+                call_id,
+                name,
+                _arguments(body.get("arguments_json")),
+                time=time,
+                turn=self.turn,
+                evidence=self._ev(f),
+            )
+            self.pending[call_id] = (name, f"fx:{f.seq}")
+        elif f.kind == native.TOOL_RESULT:
+            self._result(f, time, place)
+
+    def _body(self, f: native.FxFrame) -> bytes:
+        ref = f.body.get("artifact_ref")
+        stored = _int(f.body.get("stored_bytes"))
+        if not isinstance(ref, str) or not layout.is_handle(ref):
+            raise FormatError(
+                layout.EVENTS,
+                f"tool_result artifact_ref {ref!r} is not a valid tool-results handle",
+                line=f.line,
+            )
+        name = f"{layout.TOOL_RESULTS}/{ref}"
+        data = self.files.get(name)
+        if data is None:
+            raise FormatError(
+                name,
+                f"missing: the tool_result at {layout.EVENTS}:{f.line} "
+                "names it (its preview is not its output)",
+            )
+        if stored is None or len(data) != stored:
+            raise FormatError(
+                name,
+                f"size {len(data)} differs from stored_bytes {stored!r} "
+                f"at {layout.EVENTS}:{f.line}",
+            )
+        return data
+
+    def _result(self, f: native.FxFrame, time: str, place: str) -> None:
+        body = f.body
+        data = self._body(f)
+        call_id = body.get("call_id")
+        if not isinstance(call_id, str) or call_id not in self.pending:
+            self.d.add("orphan-tool-result", place)
+            return
+        self.pending.pop(call_id)
+        status = body.get("status")
+        output_bytes = _int(body.get("output_bytes"))
+        truncated = body.get("completeness") not in (None, "complete") or (
+            output_bytes is not None and output_bytes > len(data)
+        )
+        self.b.add_result(
+            f"fx:{f.seq}",
+            call_id,
+            True if status == "success" else False if status == "failure" else None,
+            data.decode("utf-8", "replace"),
+            time=time,
+            turn=self.turn,
+            evidence=self._ev(f),
+            truncated=truncated,
+            exit_code=native.exit_code_of(body.get("command_process_presentation")),
+        )
+
+    def _close(self, place: str) -> None:
+        for _name, rid in self.pending.values():
+            self.d.add("pending-tool-call", rid)
+        self.pending.clear()
+        self.open = False
+
+
+def _read_v4(
+    sdir: Path, meta: Obj, files: dict[str, bytes], b: SnapshotBuilder, limits: Limits
+) -> None:
+    data = files.get(layout.EVENTS)
+    if data is None:
+        raise FormatError(sdir / layout.EVENTS, "missing: a schema-4 session needs events.jsonl")
+    frames = _v4_frames(data, b.diagnostics, limits)
+    tail = _crash_tail_start(frames)
+    if layout.RECOVERY in files:
+        tail = len(frames)  # a recovery checkpoint keeps the unfinished turn (§3.2 rule 6)
+    lifter = _FrameLifter(b, files)
+    for f in frames[:tail]:
+        lifter.frame(f)
+        limits.check("max_records", b.record_count, layout.EVENTS, f.line)
+    lifter._close(layout.EVENTS)
+    for f in frames[tail:]:
+        b.diagnostics.add("crash-tail", f"{layout.EVENTS}:{f.line}", name=f.kind)
+        images = f.body.get("images") if f.kind == native.USER else None
+        if isinstance(images, list) and images:
+            b.diagnostics.add("crash-tail", f"{layout.EVENTS}:{f.line}", len(images), name="image")
+    # provider, effort, fast mode and language stay in the session.json artifact
+    b.session = Session(
+        id=b.source.session_id,
+        title=_str(meta.get("title")),
+        cwd=_str(meta.get("workspace_root")),
+        model=_str(meta.get("model")),
+        created_at=_ms_time(meta.get("created_at_ms")),
+        updated_at=_ms_time(meta.get("updated_at_ms")),
+    )
+
+
+# --------------------------------------------------------------------------- entry
+
+
+def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
+    limits = limits or Limits()
+    sdir = layout.resolve(Path(path), session)
+    sid = layout.check_session_id(sdir.name, sdir)
+    files = _session_files(sdir, limits)
+    meta_bytes = files.get(layout.SESSION_JSON)
+    if meta_bytes is None:
+        raise FormatError(sdir / layout.SESSION_JSON, "missing")
+    meta = _json_object(meta_bytes, layout.SESSION_JSON)
+    schema = meta.get("schema_version")
+    if _int(schema) is None:
+        raise FormatError(layout.SESSION_JSON, "no integer schema_version (InvalidSessionFormat)")
+    if meta.get("id") != sid:
+        raise FormatError(
+            layout.SESSION_JSON, f"id {meta.get('id')!r} does not equal the folder name {sid!r}"
+        )
+    b = SnapshotBuilder(
+        Source(
+            harness="fx", harness_version=None, session_id=sid, locator=f"{layout.SESSIONS}/{sid}"
+        ),
+        READER,
+    )
+    for name, data in files.items():
+        b.add_artifact(name, _media(name), data)
+    if schema in native.LEGACY_SCHEMAS:
+        _read_legacy(meta, b)
+    elif schema == native.EVENT_LOG_SCHEMA:
+        _read_v3(sdir, meta, files, b, limits)
+    elif schema == native.CURRENT_SCHEMA:
+        _read_v4(sdir, meta, files, b, limits)
+    else:
+        raise FormatError(
+            layout.SESSION_JSON,
+            f"unsupported session schema_version {schema} (UnsupportedSessionSchema)",
+        )
+    return b.build()

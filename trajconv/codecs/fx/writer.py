@@ -1,0 +1,566 @@
+"""fx writer: Snapshot -> ``home/.fx/sessions/<id>/`` (legacy schema 1 by default, or schema 4).
+
+Format facts: ``shared/formats/fx.md``. The default target is the legacy monolithic
+``session.json`` (schema 1, §5.1), which every fx release reads and migrates on its first
+writable open; its key order and execution v2 results follow fx 0.0.5's own legacy writer, and
+fx 0.0.5 lists and shows such a file offline. ``fx_schema=4`` writes the current layout (§2-§4):
+flat metadata, conversation frames v3 in writer field order with explicit ``null``s, and one
+``tool-results/result-<tool>-<A>-<B>.txt`` body per result whose size is ``stored_bytes``.
+
+What fx holds: user messages (and mid-turn steering in schema 4), assistant text, tool calls
+and results (success/failure; the exit status in schema 4), interrupted turns with their
+in-flight call. Reasoning, system text and observations have no slot (``untranslated-*``);
+schema 1 also has no title, model, per-message times, steering or exit status. A session id that
+is not a valid fx id is minted deterministically from the Snapshot id in fx's own
+``<ms>-<ns>-<16 hex>`` shape (``ids-derived``); times fx needs and the Snapshot lacks are carried
+forward from the nearest earlier known time (``timestamps-synthesized``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from trajconv.codecs.base import ExportFile, ExportPlan, safe_component
+from trajconv.codecs.fx import layout, native
+from trajconv.errors import RefusedError, UsageError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import (
+    AssistantRecord,
+    Record,
+    Snapshot,
+    SystemRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    UserRecord,
+)
+
+Obj = dict[str, Any]
+
+
+def _dumps(value: Any) -> str:
+    # compact, insertion order, UTF-8 kept: the canonical form of Zig's std.json (§3)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _ms(time: str | None) -> int | None:
+    if time is None:
+        return None
+    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
+    """The Snapshot's id when fx accepts it; else one minted from the Snapshot id (§1 shape)."""
+    sid = snapshot.session.id
+    safe_component(sid, "session id")  # a hostile id is refused, never silently replaced
+    if layout.is_session_id(sid):
+        return sid
+    diags.add("ids-derived", "session id")
+    digest = hashlib.sha256(f"trajconv:{snapshot.id}:fx-session".encode()).hexdigest()
+    ms = _ms(snapshot.session.created_at) or 0
+    ns = ms * 1_000_000 + int(digest[16:24], 16) % 1_000_000
+    return f"{ms}-{ns}-{digest[:16]}"
+
+
+# --------------------------------------------------------------------------- lower
+
+
+@dataclass
+class _Turn:
+    user: UserRecord
+    items: list[Record] = field(default_factory=list)
+    interrupted: str | None = None
+    partial: AssistantRecord | None = None
+
+
+def _is_interruption(rec: Record) -> bool:
+    return (
+        isinstance(rec, SystemRecord)
+        and rec.evidence.native == "interrupted"
+        and rec.text.startswith(native.INTERRUPT_PREFIX)
+    )
+
+
+def _is_partial(rec: Record) -> bool:
+    return rec.kind == "assistant" and rec.evidence.native == "interrupted.partial_text"
+
+
+def lower_turns(snapshot: Snapshot, allow_lossy: bool, diags: Diagnostics) -> list[_Turn]:
+    """Group records into fx turns; refuse what fx cannot continue truthfully."""
+    turns: list[_Turn] = []
+    for rec in snapshot.records:
+        cur = turns[-1] if turns else None
+        if rec.kind == "user":
+            same = (
+                cur is not None
+                and cur.interrupted is None
+                and rec.turn is not None
+                and rec.turn == cur.user.turn
+            )
+            if same and cur is not None:
+                cur.items.append(rec)  # guidance typed into the running turn: steering
+            else:
+                turns.append(_Turn(rec))
+            continue
+        if rec.kind in ("reasoning", "system", "observation") and not _is_interruption(rec):
+            diags.add(f"untranslated-{rec.kind}", rec.id)
+            continue
+        if cur is None:
+            raise RefusedError(
+                f"refusing to write fx: record {rec.id} comes before any user "
+                "message, and every fx turn starts with one"
+            )
+        if isinstance(rec, SystemRecord) and _is_interruption(rec):
+            cur.interrupted = rec.text[len(native.INTERRUPT_PREFIX) :]
+            if cur.interrupted not in native.INTERRUPT_REASONS:
+                cur.interrupted = "cancelled"
+        elif _is_partial(rec) and isinstance(rec, AssistantRecord):
+            cur.partial = rec
+        else:
+            cur.items.append(rec)
+    _pair(turns, allow_lossy, diags)
+    return turns
+
+
+def _pair(turns: list[_Turn], allow_lossy: bool, diags: Diagnostics) -> None:
+    """Calls and results pair inside a turn (§3.2 rules 2-4); an interrupted turn may keep its
+    in-flight calls, any other unanswered call or unmatched result is refused or left out."""
+    for n, turn in enumerate(turns):
+        calls: dict[str, ToolCallRecord] = {}
+        answered: set[str] = set()
+        keep: list[Record] = []
+        for rec in turn.items:
+            if isinstance(rec, ToolCallRecord):
+                calls[rec.call.id] = rec
+            elif isinstance(rec, ToolResultRecord):
+                if rec.result.call_id not in calls or rec.result.call_id in answered:
+                    _lossy(allow_lossy, rec.id, "a tool result without its call in this turn")
+                    diags.add("untranslated-orphan-result", rec.id)
+                    continue
+                answered.add(rec.result.call_id)
+            keep.append(rec)
+        turn.items = keep
+        if turn.interrupted is None:
+            pending = [c.id for cid, c in calls.items() if cid not in answered]
+            for rid in pending:
+                _lossy(allow_lossy, rid, "a tool call without its result")
+                diags.add("untranslated-pending-call", rid)
+            turn.items = [r for r in turn.items if r.id not in pending]
+            last = next((r for r in reversed(turn.items) if r.kind != "user"), None)
+            if n == len(turns) - 1 and not isinstance(last, AssistantRecord):
+                _lossy(
+                    allow_lossy,
+                    (last or turn.user).id,
+                    "the end of an unfinished last turn (no final assistant answer)",
+                )
+
+
+def _lossy(allow_lossy: bool, rid: str, what: str) -> None:
+    if not allow_lossy:
+        raise RefusedError(
+            f"refusing to write fx: record {rid} is {what}, which fx cannot "
+            "continue truthfully; pass --allow-lossy to write it anyway"
+        )
+
+
+class _Clock:
+    """Times fx needs: the record's own, else the nearest earlier known one (synthesized)."""
+
+    def __init__(self, start: int | None, diags: Diagnostics) -> None:
+        self.last = start
+        self.diags = diags
+
+    def at(self, rec: Record) -> int:
+        ms = _ms(rec.time)
+        if ms is not None:
+            self.last = ms
+            return ms
+        self.diags.add("timestamps-synthesized", rec.id)
+        return self.last if self.last is not None else 0
+
+
+def _arguments(rec: ToolCallRecord) -> tuple[str, str]:
+    """``arguments_json`` text and its ``argument_integrity`` (§3.1)."""
+    args = rec.call.arguments
+    if isinstance(args, dict) and set(args) == {"_raw"} and isinstance(args["_raw"], str):
+        return (args["_raw"] or "{}"), "malformed_json"
+    return _dumps(args), ("valid" if isinstance(args, dict) else "non_object_json")
+
+
+def _status(rec: ToolResultRecord, diags: Diagnostics) -> str:
+    if rec.result.ok is None:
+        diags.add("tool-status-assumed", rec.id)
+    return "failure" if rec.result.ok is False else "success"
+
+
+# --------------------------------------------------------------------------- emit: schema 1
+
+
+@dataclass
+class _Step:
+    text: str | None = None
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    results: list[ToolResultRecord] = field(default_factory=list)
+
+
+def _steps(turn: _Turn, diags: Diagnostics) -> list[_Step]:
+    steps: list[_Step] = []
+    cur: _Step | None = None
+    for rec in turn.items:
+        if isinstance(rec, UserRecord):
+            diags.add("untranslated-steering", rec.id)
+        elif isinstance(rec, AssistantRecord):
+            if cur is not None:
+                steps.append(cur)
+            cur = _Step(text=rec.text)
+        elif isinstance(rec, ToolCallRecord):
+            if cur is None or cur.results:
+                if cur is not None:
+                    steps.append(cur)
+                cur = _Step()
+            cur.calls.append(rec)
+        elif isinstance(rec, ToolResultRecord):
+            if cur is None:
+                cur = _Step()
+            cur.results.append(rec)
+    if cur is not None:
+        steps.append(cur)
+    return steps
+
+
+def _legacy_call(rec: ToolCallRecord) -> Obj:
+    args, _integrity = _arguments(rec)
+    return {
+        "id": rec.call.id,
+        "name": rec.call.name,
+        "arguments_json": args,
+        "provider_result": None,
+    }
+
+
+def _legacy_result(rec: ToolResultRecord, name: str, ms: int, diags: Diagnostics) -> Obj:
+    size = len(rec.result.output.encode("utf-8"))
+    if rec.result.exit_code is not None:
+        diags.add("untranslated-exit-code", rec.id)
+    return {
+        "tool_call_id": rec.result.call_id,
+        "tool_name": name,
+        "status": _status(rec, diags),
+        "output": rec.result.output,
+        "output_bytes": size,
+        "stored_output_bytes": size,
+        "truncated": rec.result.truncated,
+        "provider_native": False,
+        "created_at_ms": ms,
+        "permission_feedback": [],
+    }
+
+
+def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics) -> Obj:
+    names = {r.call.id: r.call.name for r in turn.items if isinstance(r, ToolCallRecord)}
+    result_ms: dict[str, int] = {}
+    for rec in [turn.user, *turn.items]:
+        # only results carry a time in the legacy layout (created_at_ms)
+        if isinstance(rec, ToolResultRecord):
+            result_ms[rec.id] = clock.at(rec)
+        elif rec.time is not None:
+            diags.add("untranslated-time", rec.id)
+            clock.last = _ms(rec.time)
+    steps = _steps(turn, diags)
+    final: str | None = None
+    if (
+        turn.interrupted is None
+        and steps
+        and steps[-1].text is not None
+        and not (steps[-1].calls or steps[-1].results)
+    ):
+        final = steps.pop().text
+    in_flight: ToolCallRecord | None = None
+    if turn.interrupted is not None:
+        answered = {r.result.call_id for s in steps for r in s.results}
+        for step in reversed(steps):
+            open_calls = [c for c in step.calls if c.call.id not in answered]
+            if open_calls:
+                # the legacy interrupted turn holds one in-flight call (§5.1)
+                in_flight = open_calls[-1]
+                for extra in open_calls[:-1]:
+                    diags.add("untranslated-pending-call", extra.id)
+                step.calls = [c for c in step.calls if c.call.id in answered]
+                break
+    execution = {
+        "schema_version": 2,
+        "tool_steps": [
+            {
+                "assistant": s.text,
+                "tool_calls": [_legacy_call(c) for c in s.calls],
+                "tool_results": [
+                    _legacy_result(r, names.get(r.result.call_id, ""), result_ms[r.id], diags)
+                    for r in s.results
+                ],
+            }
+            for s in steps
+        ],
+        "files": [],
+    }
+    user = {"text": turn.user.text, "images": []}
+    if turn.interrupted is not None:
+        out: Obj = {
+            "kind": "interrupted",
+            "user": user,
+            "assistant": turn.partial.text if turn.partial is not None else None,
+            "tool_call": _legacy_call(in_flight) if in_flight is not None else None,
+            "completed_tool_names": [
+                names.get(r.result.call_id, "") for s in steps for r in s.results
+            ],
+            "terminal_reason": turn.interrupted,
+        }
+        if steps:
+            out["execution"] = execution
+        return out
+    out = {"kind": "assistant", "user": user, "assistant": final or ""}
+    if steps:
+        out["execution"] = execution
+    return out
+
+
+# --------------------------------------------------------------------------- emit: schema 4
+
+
+class _Frames:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.bodies: dict[str, bytes] = {}
+
+    def add(self, ms: int, kind: str, body: Obj) -> None:
+        frame = {
+            "schema_version": native.FRAME_SCHEMA,
+            "seq": len(self.lines) + 1,
+            "timestamp_ms": ms,
+            "event": {kind: body},
+        }
+        self.lines.append(_dumps(frame) + "\n")
+
+
+def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics) -> None:
+    frames.add(
+        clock.at(turn.user), native.USER, {"text": turn.user.text, "images": [], "work_id": None}
+    )
+    names: dict[str, str] = {}
+    items = turn.items
+    for i, rec in enumerate(items):
+        ms = clock.at(rec)
+        if isinstance(rec, UserRecord):
+            frames.add(ms, native.STEERING, {"text": rec.text})
+        elif isinstance(rec, AssistantRecord):
+            nxt = items[i + 1] if i + 1 < len(items) else None
+            frames.add(
+                ms,
+                native.ASSISTANT,
+                {
+                    "text": rec.text,
+                    "provider_replay": None,
+                    # a text-only step that the model followed with another step (§3.3)
+                    "standalone_response": isinstance(nxt, AssistantRecord),
+                },
+            )
+        elif isinstance(rec, ToolCallRecord):
+            args, integrity = _arguments(rec)
+            names[rec.call.id] = rec.call.name
+            frames.add(
+                ms,
+                native.TOOL_CALL,
+                {
+                    "call_id": rec.call.id,
+                    "tool_name": rec.call.name,
+                    "arguments_json": args,
+                    "argument_integrity": integrity,
+                    "provisional_id": None,
+                    "provider_result": None,
+                    "final_identity": "valid",
+                    "provenance": "fx_local",
+                },
+            )
+        elif isinstance(rec, ToolResultRecord):
+            name = names[rec.result.call_id]
+            data = rec.result.output.encode("utf-8")
+            ref = native.result_ref(name, rec.result.call_id, data)
+            frames.bodies[ref] = data
+            exit_code = rec.result.exit_code
+            frames.add(
+                ms,
+                native.TOOL_RESULT,
+                {
+                    "call_id": rec.result.call_id,
+                    "tool_name": name,
+                    "status": _status(rec, diags),
+                    "artifact_ref": ref,
+                    "tool_image_handle": None,
+                    "output_bytes": len(data),
+                    "stored_bytes": len(data),
+                    "completeness": "partial" if rec.result.truncated else "complete",
+                    "preview": native.preview(data),
+                    "provider_native": False,
+                    "created_at_ms": ms,
+                    "permission_feedback": [],
+                    "committed_file_presentation": None,
+                    "command_replay_ref": None,
+                    "command_replay_bytes": None,
+                    "command_process_presentation": (
+                        None if exit_code is None else {"exit_code": exit_code}
+                    ),
+                    "terminal_action_presentation": None,
+                },
+            )
+    end = clock.last if clock.last is not None else 0
+    if turn.interrupted is not None:
+        frames.add(
+            end,
+            native.INTERRUPTED,
+            {
+                "reason": turn.interrupted,
+                "partial_text": turn.partial.text if turn.partial is not None else None,
+                "command_replay_ref": None,
+                "command_replay_bytes": None,
+                "command_artifact_ref": None,
+                "files": [],
+                "turn_summary": None,
+            },
+        )
+    else:
+        frames.add(end, native.TURN_COMPLETED, {"files": [], "turn_summary": None})
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def plan(
+    snapshot: Snapshot,
+    *,
+    allow_lossy: bool = False,
+    fx_schema: int | str = 1,
+    cwd: str | None = None,
+    model: str | None = None,
+    **_options: Any,
+) -> ExportPlan:
+    try:
+        schema = int(fx_schema)
+    except (TypeError, ValueError):
+        schema = -1
+    if schema not in (1, 4):
+        raise UsageError(f"fx_schema must be 1 (legacy, default) or 4 (current), not {fx_schema!r}")
+    diags = Diagnostics()
+    sid = session_id(snapshot, diags)
+    turns = lower_turns(snapshot, allow_lossy, diags)
+    session = snapshot.session
+    workdir = cwd or session.cwd
+    times = [t for t in (_ms(r.time) for r in snapshot.records) if t is not None]
+    created = _ms(session.created_at)
+    if created is None:
+        created = times[0] if times else 0
+        diags.add("timestamps-synthesized", "created_at_ms")
+    clock = _Clock(created, diags)
+    base = f"{layout.FX_DIR}/{layout.SESSIONS}/{sid}"
+    files: list[ExportFile] = []
+    if schema == 1:
+        history = [emit_legacy_turn(t, clock, diags) for t in turns]
+        if session.title:
+            diags.add("untranslated-title", "session.json")
+        if session.model:
+            diags.add("untranslated-model", "session.json")
+        if not workdir:
+            diags.add("cwd-missing", "workspace_root")
+        diags.add("defaults-assumed", "conversation_language")
+        updated = max(_ms(session.updated_at) or (times[-1] if times else created), created)
+        doc: Obj = {
+            "schema_version": 1,
+            "id": sid,
+            "created_at_ms": created,
+            "updated_at_ms": updated,
+            "workspace_root": workdir or None,
+            "conversation_language": native.DEFAULT_LANGUAGE,
+            "history_len": len(history),
+            "history": history,
+        }
+        files.append(ExportFile(f"home/{base}/{layout.SESSION_JSON}", _dumps(doc).encode()))
+        notes = [
+            "fx migrates this legacy (schema 1) session to its current layout on the "
+            "first writable open"
+        ]
+    else:
+        if not workdir or not workdir.startswith("/"):
+            raise RefusedError(
+                "refusing to write fx schema 4: the session has no absolute "
+                "working directory; pass --cwd DIR"
+            )
+        frames = _Frames()
+        for t in turns:
+            emit_v4_turn(t, frames, clock, diags)
+        updated = max(_ms(session.updated_at) or clock.last or created, created)
+        meta = _meta4(snapshot, sid, workdir, created, updated, model, diags)
+        for ref, data in sorted(frames.bodies.items()):
+            files.append(ExportFile(f"home/{base}/{layout.TOOL_RESULTS}/{ref}", data))
+        files.append(ExportFile(f"home/{base}/{layout.EVENTS}", "".join(frames.lines).encode()))
+        # session.json last: a reader that finds it finds the log and bodies complete
+        files.append(ExportFile(f"home/{base}/{layout.SESSION_JSON}", _dumps(meta).encode()))
+        notes = []
+    dirs = {layout.FX_DIR: 0o700, f"{layout.FX_DIR}/{layout.SESSIONS}": 0o700, base: 0o700}
+    if any(f"/{layout.TOOL_RESULTS}/" in f.path for f in files):
+        dirs[f"{base}/{layout.TOOL_RESULTS}"] = 0o700
+    if workdir:
+        notes.append(
+            f"run the resume command in {workdir}: fx lists the sessions of the current workspace"
+        )
+    return ExportPlan(
+        target="fx",
+        session_id=sid,
+        snapshot_id=snapshot.id,
+        files=files,
+        session_paths=[base],
+        resume_argv=["fx", "resume", sid],
+        diagnostics=diags.to_models(),
+        dir_modes=dirs,
+        notes=notes,
+    )
+
+
+def _meta4(
+    snapshot: Snapshot,
+    sid: str,
+    workdir: str,
+    created: int,
+    updated: int,
+    model: str | None,
+    diags: Diagnostics,
+) -> Obj:
+    session = snapshot.session
+    chosen = model or session.model
+    defaults = ["conversation_language", "provider", "effort", "fast_mode"]
+    if not chosen or len(chosen.encode()) > native.MODEL_MAX or chosen != chosen.strip():
+        chosen = native.DEFAULT_MODEL
+        defaults.append("model")
+    for name in defaults:
+        diags.add("defaults-assumed", name)
+    title = session.title
+    if title is None:
+        diags.add("title-missing", "session.json")
+    elif len(title.encode()) > native.TITLE_MAX:
+        title = title.encode()[: native.TITLE_MAX].decode("utf-8", "ignore")
+    values = {
+        "schema_version": native.CURRENT_SCHEMA,
+        "id": sid,
+        "origin_workspace_root": workdir,
+        "workspace_root": workdir,
+        "created_at_ms": created,
+        "updated_at_ms": updated,
+        "conversation_language": native.DEFAULT_LANGUAGE,
+        "provider": native.DEFAULT_PROVIDER,
+        "model": chosen,
+        "effort": native.DEFAULT_EFFORT,
+        "fast_mode": False,
+        "title": title,
+        "subagent_child": False,
+    }
+    return {key: values[key] for key in native.META_FIELDS}

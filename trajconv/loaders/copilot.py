@@ -1,0 +1,555 @@
+"""Native loader check for GitHub Copilot CLI (npm ``@github/copilot``).
+
+Installs a pinned CLI into a project-local tools folder and asks the real CLI to
+list and load a session over ACP (``copilot --acp``, JSON-RPC 2.0 as one JSON
+object per line on stdio). Nothing here talks to a network address other than
+loopback: the CLI runs with ``COPILOT_OFFLINE=true`` and a model provider URL on
+127.0.0.1 where nothing listens (loading a session makes no model request).
+
+Facts used (see ``shared/formats/native-loaders.md`` §2, observed with 1.0.102):
+
+* the npm package is a loader; the platform package ``@github/copilot-<os>-<arch>``
+  holds one binary that extracts the real package on first run to
+  ``$XDG_CACHE_HOME/copilot/pkg/<platform>/<version>/``; that folder holds
+  ``schemas/session-events.schema.json`` (licence forbids committing it);
+* ``session/list`` works without credentials; ``session/load`` needs
+  ``COPILOT_OFFLINE=true`` and ``COPILOT_PROVIDER_BASE_URL``;
+* sessions live in ``$COPILOT_HOME/session-state/<id>/``.
+
+This module never prints and never exits; failures come back in the result or as
+:class:`CopilotLoaderError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PACKAGE = "@github/copilot"
+VERSION = "1.0.102"
+INSTALL_DIRNAME = "npm-copilot"
+CACHE_DIRNAME = "cache"
+# Loopback address with nothing listening (port 9 = discard); load makes no request.
+DUMMY_PROVIDER_URL = "http://127.0.0.1:9/v1"
+DUMMY_MODEL = "gpt-4o"
+INSTALL_HINT = (
+    "GitHub Copilot CLI not installed: run `python -m trajconv.loaders install copilot` "
+    f"(npm install --prefix .tools/{INSTALL_DIRNAME} {PACKAGE}@{VERSION})"
+)
+
+_ACP_PROTOCOL_VERSION = 1
+_DEFAULT_TIMEOUT = 60.0
+
+
+class CopilotLoaderError(RuntimeError):
+    """The CLI could not be installed, started or driven."""
+
+
+@dataclass(frozen=True)
+class CopilotLoadResult:
+    """What the real CLI said about one session."""
+
+    version: str | None
+    """CLI version from ``initialize`` (agentInfo) or ``--version``."""
+    listed: bool
+    """``session/list`` (for ``cwd``) returned the session id."""
+    title: str | None
+    cwd: str | None
+    list_entry: dict[str, Any] | None
+    loaded: bool
+    """``session/load`` returned a result (no JSON-RPC error)."""
+    load_error: str | None
+    updates: tuple[dict[str, Any], ...]
+    """``params.update`` of every ``session/update`` for the session, in arrival order."""
+    files_before: dict[str, str]
+    """sha256 of each file of the session directory (relative path) before starting the CLI."""
+    files_after: dict[str, str]
+    load_cwd: str
+    """The ``cwd`` sent with ``session/load`` (the session's, or a scratch stand-in)."""
+    stderr_tail: str = ""
+    initialize: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def load_ok(self) -> bool:
+        return self.loaded
+
+    @property
+    def replay(self) -> list[dict[str, Any]]:
+        """The replayed conversation: ``updates`` without ``available_commands_update``."""
+        return [u for u in self.updates if u.get("sessionUpdate") != "available_commands_update"]
+
+    @property
+    def files_added(self) -> list[str]:
+        return sorted(set(self.files_after) - set(self.files_before))
+
+    @property
+    def files_removed(self) -> list[str]:
+        return sorted(set(self.files_before) - set(self.files_after))
+
+    @property
+    def files_modified(self) -> list[str]:
+        return sorted(
+            name
+            for name, digest in self.files_before.items()
+            if name in self.files_after and self.files_after[name] != digest
+        )
+
+    @property
+    def files_unchanged(self) -> bool:
+        """Every file present before is present after with the same bytes."""
+        return not self.files_removed and not self.files_modified
+
+    @property
+    def files_changed(self) -> bool:
+        return self.files_before != self.files_after
+
+    @property
+    def ok(self) -> bool:
+        return self.listed and self.loaded and self.files_unchanged
+
+
+# --------------------------------------------------------------------------- install
+
+
+def _install_root(tools_dir: Path) -> Path:
+    return tools_dir / INSTALL_DIRNAME
+
+
+def find(tools_dir: Path) -> Path | None:
+    """Path of the installed ``copilot`` launcher of the pinned VERSION, or None."""
+    candidate = _install_root(tools_dir) / "node_modules" / ".bin" / "copilot"
+    if candidate.exists() and installed_version(tools_dir) == VERSION:
+        return candidate
+    return None
+
+
+def cache_dir_for(tools_dir: Path) -> Path:
+    """``XDG_CACHE_HOME`` used for the CLI's first-run extraction."""
+    return _install_root(tools_dir) / CACHE_DIRNAME
+
+
+def _cache_for_bin(copilot_bin: Path) -> Path | None:
+    # <tools>/npm-copilot/node_modules/.bin/copilot -> <tools>/npm-copilot/cache
+    parts = copilot_bin.parts
+    if len(parts) >= 3 and parts[-2] == ".bin" and parts[-3] == "node_modules":
+        return copilot_bin.parent.parent.parent / CACHE_DIRNAME
+    return None
+
+
+#: environment the child keeps: how to reach the registry (CA bundles, proxies, npm config);
+#: nothing else of the caller's environment (no tokens, no real HOME) leaks in.
+_PASS_THROUGH = (
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+
+
+def _scratch_env(home: Path, cache: Path | None, *, registry: bool = False) -> dict[str, str]:
+    """A minimal environment around a scratch HOME; ``registry`` keeps what npm needs."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if registry and (key in _PASS_THROUGH or key.lower().startswith("npm_config_"))
+    }
+    env |= {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(cache if cache is not None else home / ".cache"),
+        "COPILOT_AUTO_UPDATE": "false",
+        "NO_COLOR": "1",
+        "LANG": "C.UTF-8",
+    }
+    return env
+
+
+def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
+    """Install the pinned CLI under ``tools_dir/npm-copilot`` (idempotent).
+
+    Also runs ``copilot --version`` once so the package is extracted into
+    ``tools_dir/npm-copilot/cache`` (where :func:`schema_path` looks).
+    Returns the launcher path.
+    """
+    tools_dir = tools_dir.resolve()
+    root = _install_root(tools_dir)
+    if find(tools_dir) is None:
+        npm = shutil.which("npm")
+        if npm is None:
+            raise CopilotLoaderError("npm not found on PATH; install Node.js >= 20")
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="trajconv-npm-home-") as scratch:
+            env = _scratch_env(Path(scratch), None, registry=True)
+            proc = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--prefix",
+                    str(root),
+                    f"{PACKAGE}@{VERSION}",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        if proc.returncode != 0:
+            raise CopilotLoaderError(
+                f"npm install {PACKAGE}@{VERSION} failed (rc {proc.returncode}): "
+                f"{proc.stderr[-2000:]}"
+            )
+    launcher = find(tools_dir)
+    if launcher is None:
+        raise CopilotLoaderError(
+            f"npm install finished but {root}/node_modules/.bin/copilot is missing"
+        )
+    if schema_path(tools_dir) is None:
+        cli_version(launcher, timeout=timeout)  # first run extracts into the cache
+    return launcher
+
+
+def installed_version(tools_dir: Path) -> str | None:
+    pkg = _install_root(tools_dir) / "node_modules" / "@github" / "copilot" / "package.json"
+    try:
+        value = json.loads(pkg.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def schema_path(tools_dir: Path) -> Path | None:
+    """``session-events.schema.json`` of the installed CLI version, or None.
+
+    It lives in the extracted package (``<cache>/copilot/pkg/<platform>/<version>/schemas``).
+    """
+    pkg_root = cache_dir_for(tools_dir) / "copilot" / "pkg"
+    if not pkg_root.is_dir():
+        return None
+    found = sorted(pkg_root.glob(f"*/{VERSION}/schemas/session-events.schema.json"))
+    if not found:
+        found = sorted(pkg_root.glob("*/*/schemas/session-events.schema.json"))
+    return found[0] if found else None
+
+
+def cli_version(copilot_bin: Path, *, timeout: float = _DEFAULT_TIMEOUT) -> str | None:
+    """``copilot --version`` → ``"1.0.102"`` (scratch HOME, tools cache)."""
+    with tempfile.TemporaryDirectory(prefix="trajconv-copilot-") as scratch:
+        env = _scratch_env(Path(scratch), _cache_for_bin(copilot_bin))
+        try:
+            proc = subprocess.run(
+                [str(copilot_bin), "--version"],
+                env=env,
+                cwd=scratch,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CopilotLoaderError(f"cannot run {copilot_bin} --version: {exc}") from exc
+    match = re.search(r"(\d+\.\d+\.\d+\S*?)\.?(?:\s|$)", proc.stdout)
+    return match.group(1) if match else None
+
+
+# --------------------------------------------------------------------------- ACP client
+
+
+class _AcpConnection:
+    """Minimal JSON-RPC 2.0 client over a child's stdio (ACP framing: one JSON per line)."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> None:
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                env=dict(env),
+                cwd=str(cwd),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise CopilotLoaderError(f"cannot start {argv[0]}: {exc}") from exc
+        self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._stderr: list[bytes] = []
+        self._next_id = 0
+        self.notifications: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._reader.start()
+        self._err_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._err_reader.start()
+
+    def _read_stdout(self) -> None:
+        stream = self._proc.stdout
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self._inbox.put(message)
+        self._inbox.put(None)
+
+    def _read_stderr(self) -> None:
+        stream = self._proc.stderr
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            self._stderr.append(raw)
+            if len(self._stderr) > 400:
+                del self._stderr[:200]
+
+    @property
+    def stderr_tail(self) -> str:
+        return b"".join(self._stderr[-40:]).decode("utf-8", "replace")
+
+    def _send(self, message: dict[str, Any]) -> None:
+        stdin = self._proc.stdin
+        if stdin is None:
+            raise CopilotLoaderError("copilot stdin closed")
+        try:
+            stdin.write(json.dumps(message).encode("utf-8") + b"\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise CopilotLoaderError(f"copilot exited early: {self.stderr_tail}") from exc
+
+    def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send a request; return the whole response message (``result`` or ``error``)."""
+        self._next_id += 1
+        request_id = self._next_id
+        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CopilotLoaderError(f"timeout after {timeout:.0f}s waiting for {method}")
+            try:
+                message = self._inbox.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if message is None:
+                raise CopilotLoaderError(
+                    f"copilot exited while waiting for {method}: {self.stderr_tail}"
+                )
+            if "method" in message:
+                self._on_incoming(message)
+            elif message.get("id") == request_id:
+                return message
+
+    def drain(self, quiet: float) -> None:
+        """Handle messages that arrive until ``quiet`` seconds pass without one."""
+        while True:
+            try:
+                message = self._inbox.get(timeout=quiet)
+            except queue.Empty:
+                return
+            if message is None:
+                return
+            if "method" in message:
+                self._on_incoming(message)
+
+    def _on_incoming(self, message: dict[str, Any]) -> None:
+        if "id" in message:
+            # A request from the agent (permission, fs, terminal): we grant nothing.
+            self._send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": "method not supported by trajconv"},
+                }
+            )
+            return
+        self.notifications.append(message)
+
+    def close(self) -> None:
+        proc = self._proc
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+# --------------------------------------------------------------------------- check
+
+
+def _hash_tree(root: Path) -> dict[str, str]:
+    digests: dict[str, str] = {}
+    if not root.is_dir():
+        return digests
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            digests[path.relative_to(root).as_posix()] = hashlib.sha256(
+                path.read_bytes()
+            ).hexdigest()
+    return digests
+
+
+def _iter_sessions(
+    conn: _AcpConnection, cwd: str | None, timeout: float
+) -> Iterator[dict[str, Any]]:
+    cursor: str | None = None
+    for _ in range(100):  # bounded pagination
+        params: dict[str, Any] = {} if cwd is None else {"cwd": cwd}
+        if cursor is not None:
+            params["cursor"] = cursor
+        response = conn.request("session/list", params, timeout)
+        if "error" in response:
+            raise CopilotLoaderError(f"session/list failed: {response['error']}")
+        result = response.get("result") or {}
+        for entry in result.get("sessions") or []:
+            if isinstance(entry, dict):
+                yield entry
+        next_cursor = result.get("nextCursor")
+        if not isinstance(next_cursor, str) or not next_cursor:
+            return
+        cursor = next_cursor
+
+
+def check(
+    copilot_bin: Path,
+    home_dir: Path,
+    session_id: str,
+    cwd: str,
+    *,
+    timeout: float = _DEFAULT_TIMEOUT,
+    cache_dir: Path | None = None,
+) -> CopilotLoadResult:
+    """List and load ``session_id`` with the real CLI.
+
+    ``home_dir`` is an export's ``home/`` folder (it holds ``.copilot/session-state/<id>/``).
+    Its ``.copilot`` tree is copied into a scratch HOME; the export itself is never touched.
+    """
+    copilot_bin = Path(os.path.abspath(copilot_bin))  # the child runs in a scratch cwd
+    source = home_dir / ".copilot"
+    if not (source / "session-state" / session_id).is_dir():
+        raise CopilotLoaderError(f"no session-state/{session_id} under {source}")
+    cache = cache_dir if cache_dir is not None else _cache_for_bin(copilot_bin)
+    with tempfile.TemporaryDirectory(prefix="trajconv-copilot-") as scratch_name:
+        scratch = Path(scratch_name)
+        home = scratch / "home"
+        home.mkdir()
+        copilot_home = home / ".copilot"
+        shutil.copytree(source, copilot_home, symlinks=True)
+        session_dir = copilot_home / "session-state" / session_id
+        before = _hash_tree(session_dir)
+        workdir = scratch / "work"
+        workdir.mkdir()
+        env = _scratch_env(home, cache)
+        env.update(
+            {
+                "COPILOT_HOME": str(copilot_home),
+                "COPILOT_OFFLINE": "true",
+                "COPILOT_PROVIDER_BASE_URL": DUMMY_PROVIDER_URL,
+                "COPILOT_MODEL": DUMMY_MODEL,
+            }
+        )
+        conn = _AcpConnection([str(copilot_bin), "--acp"], env, workdir)
+        try:
+            init = conn.request(
+                "initialize",
+                {
+                    "protocolVersion": _ACP_PROTOCOL_VERSION,
+                    "clientCapabilities": {
+                        "fs": {"readTextFile": False, "writeTextFile": False},
+                        "terminal": False,
+                    },
+                    "clientInfo": {"name": "trajconv", "version": "0"},
+                },
+                timeout,
+            )
+            if "error" in init:
+                raise CopilotLoaderError(f"initialize failed: {init['error']}")
+            init_result: dict[str, Any] = init.get("result") or {}
+            agent_info = init_result.get("agentInfo") or {}
+            version = agent_info.get("version") if isinstance(agent_info, dict) else None
+
+            entry: dict[str, Any] | None = None
+            for candidate in _iter_sessions(conn, cwd, timeout):
+                if candidate.get("sessionId") == session_id:
+                    entry = candidate
+                    break
+
+            # 1.0.102 refuses a load whose cwd does not exist on this machine
+            # ("Directory does not exist or cannot be accessed"); the session's own cwd
+            # is used for the listing (which filters on it exactly), and a scratch
+            # directory stands in for the load when that cwd is absent here.
+            load_cwd = cwd if Path(cwd).is_dir() else str(workdir)
+            load = conn.request(
+                "session/load",
+                {"sessionId": session_id, "cwd": load_cwd, "mcpServers": []},
+                timeout,
+            )
+            # Late notifications (e.g. available_commands_update) follow the response.
+            conn.drain(quiet=1.0)
+            load_error: str | None = None
+            if "error" in load:
+                load_error = json.dumps(load["error"], sort_keys=True)
+            updates = tuple(
+                note["params"]["update"]
+                for note in conn.notifications
+                if note.get("method") == "session/update"
+                and isinstance(note.get("params"), dict)
+                and note["params"].get("sessionId") == session_id
+                and isinstance(note["params"].get("update"), dict)
+            )
+        finally:
+            conn.close()
+        after = _hash_tree(session_dir)
+        stderr_tail = conn.stderr_tail
+    if not isinstance(version, str):
+        version = cli_version(copilot_bin, timeout=timeout)
+    title = entry.get("title") if entry else None
+    listed_cwd = entry.get("cwd") if entry else None
+    return CopilotLoadResult(
+        version=version,
+        listed=entry is not None,
+        title=title if isinstance(title, str) else None,
+        cwd=listed_cwd if isinstance(listed_cwd, str) else None,
+        list_entry=entry,
+        loaded=load_error is None,
+        load_error=load_error,
+        updates=updates,
+        files_before=before,
+        files_after=after,
+        load_cwd=load_cwd,
+        stderr_tail=stderr_tail,
+        initialize=init_result,
+    )
