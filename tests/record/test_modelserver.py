@@ -1,0 +1,64 @@
+"""The scripted model server used to record real CLI sessions: loopback only, logs everything."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from fixtures.record.modelserver import ModelServer
+
+STEPS: list[dict[str, Any]] = [
+    {"text": "hello there", "reasoning": "think first", "chunk": 4},
+    {
+        "tool_calls": [
+            {"name": "ls", "arguments": {"path": "."}, "id": "c1"},
+            {"name": "cat", "arguments": {"path": "a"}, "id": "c2"},
+        ]
+    },
+    {"error": {"status": 500, "message": "boom"}},
+    {"text": "done"},
+]
+
+
+def _post(url: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    req = urllib.request.Request(
+        url,
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", "Authorization": "Bearer secret-key"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_scripted_steps_stream_tools_errors_and_log(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    msgs = [{"role": "user", "content": "hi"}]
+    with ModelServer(STEPS, log) as srv:
+        assert srv.base_url.startswith("http://127.0.0.1:")
+        status, body = _post(
+            f"{srv.base_url}/chat/completions", {"model": "m", "messages": msgs, "stream": True}
+        )
+        events = [json.loads(x[6:]) for x in body.decode().splitlines() if x.startswith("data: {")]
+        text = "".join(
+            e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"]
+        )
+        reasoning = "".join(
+            e["choices"][0]["delta"].get("reasoning_content") or "" for e in events if e["choices"]
+        )
+        assert status == 200 and text == "hello there" and reasoning == "think first"
+        assert body.decode().rstrip().endswith("data: [DONE]")
+        status, body = _post(f"{srv.base_url}/chat/completions", {"model": "m", "messages": msgs})
+        calls = json.loads(body)["choices"][0]["message"]["tool_calls"]
+        assert [c["function"]["name"] for c in calls] == ["ls", "cat"]
+        assert _post(f"{srv.base_url}/chat/completions", {"model": "m", "messages": msgs})[0] == 500
+        status, body = _post(f"{srv.base_url}/responses", {"model": "m", "input": "hi"})
+        assert status == 200 and "done" in body.decode()
+    entries = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(entries) == 4
+    assert entries[0]["body"]["messages"] == msgs
+    assert "secret-key" not in log.read_text()  # credentials are not logged
