@@ -155,6 +155,49 @@ class Codec(Protocol):
     ) -> ExportPlan: ...
 
 
+@dataclass(frozen=True)
+class LazyCodec:
+    """A codec whose modules load on first use: ``<package>.layout.default_home``,
+    ``<package>.discover.discover``, ``<package>.reader.read`` and ``<package>.writer.plan``.
+
+    Listing codecs (``trajconv codecs``, ``--help``) imports none of them.
+    """
+
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    package: str
+    can_read: bool = True
+    """The codec reads native sessions into Snapshots."""
+    can_write: bool = True
+    """The codec writes Snapshots as native exports."""
+    can_discover: bool = True
+    """The codec lists sessions under a native home."""
+
+    def _fn(self, module: str, attr: str) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(f"{self.package}.{module}"), attr)
+
+    def default_home(self) -> Path:
+        home: Path = self._fn("layout", "default_home")()
+        return home
+
+    def discover(self, home: Path) -> list[SessionRef]:
+        refs: list[SessionRef] = self._fn("discover", "discover")(home)
+        return refs
+
+    def read(
+        self, path: Path, *, session: str | None = None, limits: Limits | None = None
+    ) -> Snapshot:
+        snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
+        return snap
+
+    def plan(self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:
+        plan: ExportPlan = self._fn("writer", "plan")(snapshot, allow_lossy=allow_lossy, **options)
+        return plan
+
+
 def safe_component(value: str, what: str, file: str | Path = "<snapshot>") -> str:
     """Accept ``value`` as one path component, or raise UnsafePathError naming it."""
     bad = (

@@ -43,24 +43,31 @@ def iter_objects(
     start = 0
     number = 0
     end = len(data)
+    view = memoryview(data)  # lines are parsed in place, not copied out first
+    find = data.find
+    loads = orjson.loads
+    max_line = limits.max_line_bytes
     while start < end:
-        nl = data.find(b"\n", start)
+        nl = find(b"\n", start)
         stop = end if nl < 0 else nl
         number += 1
-        raw = data[start:stop]
+        raw = view[start:stop]
         start = stop + 1
-        if len(raw) > limits.max_line_bytes:
+        if len(raw) > max_line:
             from trajconv.errors import LimitError
 
             raise LimitError(name, "max_line_bytes", limits.max_line_bytes, line=number)
-        if not raw.strip():
-            diags.add("blank-line", f"{name}:{number}")
-            continue
         try:
-            value = orjson.loads(raw)
+            value = loads(raw)
         except orjson.JSONDecodeError:
+            # A blank line never parses, so blank, torn and invalid lines are told apart
+            # here, off the hot path.
+            line = bytes(raw)
+            if not line.strip():
+                diags.add("blank-line", f"{name}:{number}")
+                continue
             try:
-                raw.decode("utf-8")
+                line.decode("utf-8")
             except UnicodeDecodeError:
                 diags.add("invalid-line", f"{name}:{number}")
                 continue

@@ -4,44 +4,11 @@ Format facts and sources: ``shared/formats/cursor-agentkv.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 """
 
-from __future__ import annotations
+from trajconv.codecs.base import LazyCodec
 
-from pathlib import Path
-from typing import Any
-
-from trajconv.codecs.base import ExportPlan, Limits, SessionRef
-from trajconv.snapshot.models import Snapshot
-
-
-class CursorCodec:
-    name = "cursor"
-    aliases: tuple[str, ...] = ("cursor-agent", "cursor-cli")
-    description = "Cursor CLI (cursor-agent): AgentKv store.db under ~/.cursor/chats"
-    can_read = True
-    can_write = True
-    can_discover = True
-
-    def default_home(self) -> Path:
-        from trajconv.codecs.cursor import layout
-
-        return layout.default_home()
-
-    def discover(self, home: Path) -> list[SessionRef]:
-        from trajconv.codecs.cursor.discover import discover
-
-        return discover(home)
-
-    def read(
-        self, path: Path, *, session: str | None = None, limits: Limits | None = None
-    ) -> Snapshot:
-        from trajconv.codecs.cursor.reader import read
-
-        return read(path, session=session, limits=limits)
-
-    def plan(self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:
-        from trajconv.codecs.cursor.writer import plan
-
-        return plan(snapshot, allow_lossy=allow_lossy, **options)
-
-
-CODEC = CursorCodec()
+CODEC = LazyCodec(
+    name="cursor",
+    aliases=("cursor-agent", "cursor-cli"),
+    description="Cursor CLI (cursor-agent): AgentKv store.db under ~/.cursor/chats",
+    package=__name__,
+)

@@ -92,8 +92,8 @@ class _Turns:
         return None
 
 
-def _time(params: dict[str, Any], obj: dict[str, Any]) -> str | None:
-    ms = native.meta(params).get("agentTimestampMs")
+def _time(pmeta: dict[str, Any], obj: dict[str, Any]) -> str | None:
+    ms = pmeta.get("agentTimestampMs")
     if isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0:
         return time_from_ms(ms)
     ts = obj.get("timestamp")
@@ -177,16 +177,15 @@ class _Projector:
         self.run.units += 1
 
     def line(self, number: int, obj: dict[str, Any]) -> None:
-        place = f"{JOURNAL}:{number}"
-        if any(a <= number <= b for a, b in self.dead):
+        if self.dead and any(a <= number <= b for a, b in self.dead):
             self.turns.other()
             self.flush()
-            self.d.add("rewound", place)
+            self.d.add("rewound", f"{JOURNAL}:{number}")
             return
         env = native.envelope(obj)
         uk = native.update_kind(env[1]) if env else None
         if env is None or uk is None:
-            self.d.add("invalid-line", place)
+            self.d.add("invalid-line", f"{JOURNAL}:{number}")
             return
         params = env[1]
         update, kind = uk
@@ -195,14 +194,14 @@ class _Projector:
         event_id = pmeta.get("eventId") if isinstance(pmeta.get("eventId"), str) else None
         if isinstance(umeta.get("modelId"), str):
             self.model = umeta["modelId"]
-        time = _time(params, obj)
+        time = _time(pmeta, obj)
         if kind == native.USER_CHUNK:
             self.user_chunk(number, update, umeta, time, event_id)
         elif kind in (native.AGENT_CHUNK, native.THOUGHT_CHUNK):
             self.turns.other()
             text = native.content_text(update.get("content"))
             if text is None:
-                self.d.add("non-text-content", place, name=kind)
+                self.d.add("non-text-content", f"{JOURNAL}:{number}", name=kind)
                 return
             role = "assistant" if kind == native.AGENT_CHUNK else "reasoning"
             self.text(role, kind, number, text, time, event_id)
@@ -216,7 +215,7 @@ class _Projector:
             self.tool_update(number, update, time, event_id)
         else:
             self.turns.other()
-            self.lifecycle(kind, place, update)
+            self.lifecycle(kind, f"{JOURNAL}:{number}", update)
 
     def user_chunk(
         self,
