@@ -110,7 +110,7 @@ def fixture_sessions(codec: Codec) -> list[FixtureSession]:
             found.append(FixtureSession(codec.name, case.name, refs[0].path, None))
         elif refs:
             found.extend(
-                FixtureSession(codec.name, case.name, ref.path, None, ref.session_id)
+                FixtureSession(codec.name, case.name, ref.path, ref.session_id, ref.session_id)
                 for ref in refs
             )
         else:

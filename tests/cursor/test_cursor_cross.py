@@ -17,6 +17,7 @@ from cursor_support import CASES, fixture_store
 from tests.helpers import FIXTURES, projection
 from trajconv.codecs.cursor import CODEC
 from trajconv.codecs.export import emit
+from trajconv.parity import fixture_sessions
 from trajconv.snapshot.models import Snapshot
 
 OTHERS = ("fx", "grok", "copilot", "deepagents")
@@ -57,20 +58,16 @@ def _via_cursor(snap: Snapshot, tmp: Path) -> tuple[Snapshot, dict[str, int]]:
 @pytest.mark.parametrize("name", OTHERS)
 def test_other_to_cursor_keeps_or_names_every_record(name: str, tmp_path: Path) -> None:
     codec = _codec(name)
-    read_any = False
-    for i, case in enumerate(_cases(name)):
-        try:
-            snap = codec.read(case)
-        except Exception:  # a multi-session home; the matrix picks sessions itself
-            continue
-        read_any = True
+    sessions = fixture_sessions(codec)
+    assert sessions, f"no {name} fixtures"
+    for i, fx in enumerate(sessions):
+        snap = codec.read(fx.path, session=fx.session)
+        case = fx.path
         back, codes = _via_cursor(snap, tmp_path / str(i))
         dropped = sum(codes.get(c, 0) for c in DROPPED)
         assert len(back.records) + dropped == len(snap.records), case.name
         if not dropped:
             assert _no_exit(projection(back)) == _no_exit(projection(snap)), case.name
-    if not read_any:
-        pytest.skip(f"no single-session {name} fixture")
 
 
 @pytest.mark.parametrize("name", OTHERS)
