@@ -412,3 +412,18 @@ def test_copilot_to_grok_export_snapshot(tmp_path: Path, snapshot) -> None:
     export = trajconv.write(read(COPILOT / "multi-turn"), "grok", tmp_path / "out")
     assert export_tree(export.out_dir) == snapshot
     assert {d.code for d in export.diagnostics} >= {"untranslated-system"}
+
+
+def test_planted_credentials_never_reach_snapshot_or_export(tmp_path: Path) -> None:
+    src = session_dir(CASES[0])
+    sdir = tmp_path / "session-state" / src.name
+    shutil.copytree(src, sdir)
+    with (sdir / "workspace.yaml").open("a") as fh:
+        fh.write("github_token: ghp_PLANTED1\nauth:\n  password: PLANTED2\n")
+    (sdir / "settings.json").write_text('{"mcp": {"api_key": "PLANTED3"}}')
+    snap = read(sdir)
+    assert b"PLANTED" not in io.dumps(snap)
+    assert snap.diagnostic_count("secret-dropped") == 3
+    export = write(snap, tmp_path / "out", allow_lossy=True)
+    for path in export.out_dir.rglob("*"):
+        assert not path.is_file() or b"PLANTED" not in path.read_bytes(), path

@@ -144,3 +144,16 @@ def test_diagnostics_are_bounded_and_refuse_unknown_codes() -> None:
     assert model.count == 50 and len(model.samples) == 5
     with pytest.raises(KeyError):
         d.add("no-such-code")
+
+
+def test_yaml_credentials_are_dropped_with_their_block() -> None:
+    from trajconv.snapshot.secrets import strip_yaml_bytes
+
+    text = (
+        b"id: x\ngithub_token: ghp_PLANTED\nauth:\n  password: PLANTED2\n  user: me\n"
+        b"api_key:\n  - PLANTED3\nname: keep\n"
+    )
+    clean, dropped = strip_yaml_bytes(text)
+    assert b"PLANTED" not in clean
+    assert clean == b"id: x\nauth:\n  user: me\nname: keep\n"
+    assert dropped == ["line 2: github_token", "line 4: password", "line 6: api_key"]

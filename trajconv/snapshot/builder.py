@@ -163,11 +163,14 @@ class SnapshotBuilder:
 
     # -- artifacts ---------------------------------------------------------------
     def add_artifact(self, name: str, media_type: str, data: bytes) -> Artifact:
-        """Keep a native file's bytes; JSON documents lose credential-looking members."""
+        """Keep a native file's bytes; JSON and YAML lose credential-looking members."""
+        dropped: list[str] = []
         if media_type == "application/json":
             data, dropped = secrets.strip_json_bytes(data)
-            for path in dropped:
-                self.diagnostics.add("secret-dropped", f"{name}:{path}")
+        elif media_type in ("application/yaml", "text/yaml"):
+            data, dropped = secrets.strip_yaml_bytes(data)
+        for path in dropped:
+            self.diagnostics.add("secret-dropped", f"{name}:{path}")
         art = artifact_from_bytes(name, media_type, data)
         self._artifacts[name] = art
         return art

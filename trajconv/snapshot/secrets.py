@@ -59,3 +59,32 @@ def strip_json_bytes(data: bytes) -> tuple[bytes, list[str]]:
     if not dropped:
         return data, []
     return json.dumps(clean, indent=2, ensure_ascii=False).encode(), dropped
+
+
+_YAML_KEY = re.compile(rb"^(\s*)(?:-\s+)?[\"']?([A-Za-z0-9_.\-]+)[\"']?\s*:")
+
+
+def strip_yaml_bytes(data: bytes) -> tuple[bytes, list[str]]:
+    """YAML text without credential-looking mappings (the key line and its nested block).
+
+    Line-based, so the rest of the file keeps its exact bytes; names what it removed.
+    """
+    if not SECRET_KEY.search(data.decode("utf-8", "replace")):
+        return data, []
+    out: list[bytes] = []
+    dropped: list[str] = []
+    skip_deeper_than: int | None = None
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        indent = len(line) - len(line.lstrip(b" "))
+        if skip_deeper_than is not None:
+            if line.strip() and indent <= skip_deeper_than:
+                skip_deeper_than = None
+            else:
+                continue
+        match = _YAML_KEY.match(line)
+        if match and is_secret_key(match.group(2).decode("utf-8", "replace")):
+            dropped.append(f"line {number}: {match.group(2).decode('utf-8', 'replace')}")
+            skip_deeper_than = len(match.group(1))
+            continue
+        out.append(line)
+    return b"".join(out), dropped

@@ -1,0 +1,190 @@
+"""The fast paths of the hot loop give exactly the reference bytes.
+
+``hashing.canonical`` takes ``orjson`` for plain values and ``rfc8785`` for the rest;
+``builder.time_from_ms`` splits whole milliseconds instead of formatting a float.
+Both must be byte-equal to the reference, or every Snapshot id would change.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trajconv.snapshot import hashing
+from trajconv.snapshot.builder import iso_ms, time_from_ms
+
+# RFC 8785 §3.2.2 (the sample input and its canonical form).
+RFC_INPUT = (
+    '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],'
+    ' "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/",'
+    ' "literals": [null, true, false]}'
+)
+RFC_OUTPUT = (
+    '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+    '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+)
+
+# RFC 8785 §3.2.3: property sorting by UTF-16 code units (U+FB33 after U+1F600).
+RFC_SORT_INPUT = {
+    "\u20ac": "Euro Sign",
+    "\r": "Carriage Return",
+    "\ufb33": "Hebrew Letter Dalet With Dagesh",
+    "1": "One",
+    "\U0001f600": "Emoji: Grinning Face",
+    "\u0080": "Control",
+    "\u00f6": "Latin Small Letter O With Diaeresis",
+}
+RFC_SORT_ORDER = ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+
+# RFC 8785 Appendix B: numbers and their canonical text.
+RFC_NUMBERS = [
+    (0.0, "0"),
+    (-0.0, "0"),
+    (5e-324, "5e-324"),
+    (1.7976931348623157e308, "1.7976931348623157e+308"),
+    (9007199254740992.0, "9007199254740992"),
+    (295147905179352830000.0, "295147905179352830000"),
+    (1e21, "1e+21"),
+    (1e23, "1e+23"),
+    (0.000001, "0.000001"),
+    (1e-7, "1e-7"),
+    (333333333.3333332, "333333333.3333332"),
+]
+
+
+def test_rfc_sample() -> None:
+    assert hashing.canonical(json.loads(RFC_INPUT)) == RFC_OUTPUT.encode()
+
+
+def test_rfc_property_order() -> None:
+    out = hashing.canonical(RFC_SORT_INPUT).decode()
+    assert list(json.loads(out)) == RFC_SORT_ORDER
+    assert out == rfc8785.dumps(RFC_SORT_INPUT).decode()
+
+
+@pytest.mark.parametrize(("number", "text"), RFC_NUMBERS)
+def test_rfc_numbers(number: float, text: str) -> None:
+    assert hashing.canonical([number]) == f"[{text}]".encode()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1, "b": [1, 2, {"c": None}], "d": True, "é": "naïve 🚀", "\u007f": "\x00\x1f"},
+        {"z": {"y": {"x": "\u2028\u2029\ue000\U0010ffff"}}},
+        [9007199254740991, -9007199254740991, 0, "", {}, []],
+        '\b\f\n\r\t"\\/',
+    ],
+)
+def test_fast_path_matches_reference(value: Any) -> None:
+    assert hashing._fast_path_ok(value)
+    assert hashing.canonical(value) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"\ue000": 1, "\U0001f600": 2},  # sorts differently in UTF-8 and UTF-16
+        [1.5],
+        [2**53],
+        {1: "non-string key"},
+        ("tuple",),
+    ],
+)
+def test_fast_path_declines(value: Any) -> None:
+    assert not hashing._fast_path_ok(value)
+
+
+def _same_outcome(value: Any) -> None:
+    try:
+        expected: bytes | type[BaseException] = rfc8785.dumps(value)
+    except Exception as exc:
+        expected = type(exc)
+    try:
+        got: bytes | type[BaseException] = hashing.canonical(value)
+    except Exception as exc:
+        got = type(exc)
+    assert got == expected
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=6), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_generated_values_match_reference(value: Any) -> None:
+    _same_outcome(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(alphabet=st.characters(), min_size=1, max_size=4), st.integers()))
+def test_generated_keys_sort_like_reference(value: dict[str, int]) -> None:
+    _same_outcome(value)
+
+
+def _reference_time(ms: int | float) -> str:
+    return iso_ms(datetime.fromtimestamp(ms / 1000, tz=UTC))
+
+
+@pytest.mark.parametrize(
+    "ms", [0, 999, 1000, 1_788_249_600_150, 2**32 * 1000 - 1, 2**32 * 1000, 1.5, 1e12 + 0.5]
+)
+def test_time_from_ms_edges(ms: int | float) -> None:
+    assert time_from_ms(ms) == _reference_time(ms)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32 * 1000 + 10_000))
+def test_time_from_ms_matches_reference(ms: int) -> None:
+    assert time_from_ms(ms) == _reference_time(ms)
+
+
+def _reference_file(snap: Any) -> bytes:
+    import orjson
+
+    return orjson.dumps(snap.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+SESSIONS = [
+    ("grok", p)
+    for p in sorted(FIXTURES.glob("grok/*/sessions/*/*"))
+    if (p / "updates.jsonl").is_file()
+] + [("cursor", p) for p in sorted(FIXTURES.glob("cursor/*/store.db"))]
+
+
+@pytest.mark.parametrize(("harness", "path"), SESSIONS, ids=lambda v: getattr(v, "name", v))
+def test_streamed_snapshot_file_is_the_reference_bytes(harness: str, path: Path) -> None:
+    import trajconv
+    from trajconv.snapshot import io
+
+    snap = trajconv.read(harness, path)
+    assert io.dumps(snap) == _reference_file(snap)
+
+
+def test_streamed_snapshot_file_without_records_or_artifacts() -> None:
+    from trajconv.snapshot import io
+    from trajconv.snapshot.builder import SnapshotBuilder
+    from trajconv.snapshot.models import Source
+
+    b = SnapshotBuilder(Source(harness="x", harness_version=None, session_id="s", locator="s"), "x")
+    snap = b.build()
+    assert not snap.records and not snap.artifacts and not snap.diagnostics
+    assert io.dumps(snap) == _reference_file(snap)
