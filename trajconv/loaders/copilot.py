@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajconv.loaders.npm import npm_install
+
 PACKAGE = "@github/copilot"
 VERSION = "1.0.102"
 INSTALL_DIRNAME = "npm-copilot"
@@ -148,29 +150,9 @@ def _cache_for_bin(copilot_bin: Path) -> Path | None:
     return None
 
 
-#: environment the child keeps: how to reach the registry (CA bundles, proxies, npm config);
-#: nothing else of the caller's environment (no tokens, no real HOME) leaks in.
-_PASS_THROUGH = (
-    "NODE_EXTRA_CA_CERTS",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-)
-
-
-def _scratch_env(home: Path, cache: Path | None, *, registry: bool = False) -> dict[str, str]:
-    """A minimal environment around a scratch HOME; ``registry`` keeps what npm needs."""
+def _scratch_env(home: Path, cache: Path | None) -> dict[str, str]:
+    """A minimal environment around a scratch HOME: nothing of the caller's (no tokens)."""
     env = {
-        key: value
-        for key, value in os.environ.items()
-        if registry and (key in _PASS_THROUGH or key.lower().startswith("npm_config_"))
-    }
-    env |= {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
@@ -194,33 +176,7 @@ def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
     tools_dir = tools_dir.resolve()
     root = _install_root(tools_dir)
     if find(tools_dir) is None:
-        npm = shutil.which("npm")
-        if npm is None:
-            raise CopilotLoaderError("npm not found on PATH; install Node.js >= 20")
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="trajconv-npm-home-") as scratch:
-            env = _scratch_env(Path(scratch), None, registry=True)
-            proc = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--prefix",
-                    str(root),
-                    f"{PACKAGE}@{VERSION}",
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        if proc.returncode != 0:
-            raise CopilotLoaderError(
-                f"npm install {PACKAGE}@{VERSION} failed (rc {proc.returncode}): "
-                f"{proc.stderr[-2000:]}"
-            )
+        npm_install(root, [f"{PACKAGE}@{VERSION}"], error=CopilotLoaderError, timeout=timeout)
     launcher = find(tools_dir)
     if launcher is None:
         raise CopilotLoaderError(

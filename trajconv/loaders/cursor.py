@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajconv.loaders.npm import npm_install
+
 PACKAGE = "@cursor/sdk"
 VERSION = "1.0.32"
 NODE_PACKAGE = "node"
@@ -140,14 +142,6 @@ def _scratch_env(home: Path) -> dict[str, str]:
     }
 
 
-def _install_env(home: Path) -> dict[str, str]:
-    # npm keeps the caller's registry, proxy and CA settings; only HOME/XDG are scratch.
-    env = dict(os.environ)
-    env.update({k: v for k, v in _scratch_env(home).items() if k != "PATH"})
-    env.pop("CURSOR_API_KEY", None)
-    return env
-
-
 def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
     """Install pinned ``node`` and ``@cursor/sdk`` into ``tools_dir/npm-cursor``.
 
@@ -157,33 +151,13 @@ def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
     existing = find(tools_dir)
     if existing is not None:
         return existing
-    npm = shutil.which("npm")
-    if npm is None:
-        raise CursorLoaderError("npm not found on PATH; install Node.js >= 20")
     root = _install_root(tools_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="trajconv-npm-home-") as scratch:
-        proc = subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(root),
-                f"{NODE_PACKAGE}@{NODE_VERSION}",
-                f"{PACKAGE}@{VERSION}",
-            ],
-            env=_install_env(Path(scratch)),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    if proc.returncode != 0:
-        raise CursorLoaderError(
-            f"npm install {PACKAGE}@{VERSION} failed (rc {proc.returncode}): {proc.stderr[-2000:]}"
-        )
+    npm_install(
+        root,
+        [f"{NODE_PACKAGE}@{NODE_VERSION}", f"{PACKAGE}@{VERSION}"],
+        error=CursorLoaderError,
+        timeout=timeout,
+    )
     node = find(tools_dir)
     if node is None:
         raise CursorLoaderError(f"npm install finished but no node/@cursor/sdk under {root}")

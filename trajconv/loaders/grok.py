@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.grok import layout
+from trajconv.loaders.npm import npm_install
 
 PACKAGE = "@xai-official/grok"
 VERSION = "1.0.41"
@@ -127,16 +128,11 @@ _PASS_ENV = (
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
 )
-#: proxy settings, passed only to ``npm install`` (grok itself talks to loopback only)
-_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 
 
-def scratch_env(
-    home: Path, extra: Mapping[str, str] | None = None, proxies: bool = False
-) -> dict[str, str]:
+def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment whose HOME and GROK_HOME are the scratch ``home``."""
-    names = _PASS_ENV + _PROXY_ENV if proxies else _PASS_ENV
-    env = {k: v for k, v in os.environ.items() if k in names}
+    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["HOME"] = str(home)
     env["GROK_HOME"] = str(home / ".grok")
@@ -153,7 +149,7 @@ def version(grok_bin: Path, timeout: float = 60.0) -> str:
             proc = subprocess.run(
                 [str(grok_bin), "--version"],
                 cwd=tmp,
-                env=scratch_env(Path(tmp), extra=_npm_env(), proxies=True),
+                env=scratch_env(Path(tmp)),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -169,12 +165,6 @@ def version(grok_bin: Path, timeout: float = 60.0) -> str:
             f"{(proc.stdout + proc.stderr).strip()[-500:]}"
         )
     return out
-
-
-def _npm_env() -> dict[str, str]:
-    """The npm registry / CA settings of the caller's environment, if any."""
-    keep = ("npm_config_registry", "npm_config_cafile", "NPM_CONFIG_REGISTRY", "NPM_CONFIG_CAFILE")
-    return {k: v for k, v in os.environ.items() if k in keep}
 
 
 def find(tools_dir: Path) -> Path | None:
@@ -199,39 +189,13 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
     found = find(tools_dir)
     if found is not None:
         return found
-    npm = shutil.which("npm")
-    if npm is None:
-        raise GrokLoaderError("npm not found on PATH; install Node.js >= 18 to get the Grok loader")
-    prefix = tools_dir.absolute() / NPM_DIR
-    prefix.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="trajconv-grok-install-") as tmp:
-        try:
-            proc = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--save-exact",
-                    "--prefix",
-                    str(prefix),
-                    f"{PACKAGE}@{VERSION}",
-                ],
-                cwd=tmp,
-                env=scratch_env(Path(tmp), extra=_npm_env(), proxies=True),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise GrokLoaderError(f"npm install {PACKAGE}@{VERSION} failed: {exc}") from exc
-    if proc.returncode != 0:
-        raise GrokLoaderError(
-            f"npm install {PACKAGE}@{VERSION} failed (rc {proc.returncode}): "
-            f"{proc.stderr.strip()[-2000:]}"
-        )
+    npm_install(
+        tools_dir.absolute() / NPM_DIR,
+        [f"{PACKAGE}@{VERSION}"],
+        error=GrokLoaderError,
+        timeout=timeout,
+        home_env=lambda home: {"GROK_HOME": str(home / ".grok")},
+    )
     found = find(tools_dir)
     if found is None:
         raise GrokLoaderError(
