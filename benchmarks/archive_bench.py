@@ -1,0 +1,159 @@
+"""Archive benchmark: first run vs no-change re-run on >= 1,000 generated Grok sessions.
+
+    python benchmarks/archive_bench.py [--sessions 1000] [--jobs 1] [--out FILE.md]
+
+Generates small Grok sessions in a temporary GROK_HOME (copies of the hand-made
+fixtures ``multi-turn`` and ``rewind`` under fresh session ids), archives them into a
+temporary store, archives again with nothing changed, and writes the timings side by
+side with a description of the machine. The re-run must be at least 20x faster (it
+only lists and stats; it reads no session file); the script exits 1 otherwise.
+Not a test: timings depend on the machine, so nothing asserts them in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from trajconv.archive import archive  # noqa: E402
+from trajconv.snapshot.archive import verify_store  # noqa: E402
+from trajconv.version import __version__  # noqa: E402
+
+TEMPLATES = [
+    REPO / "fixtures/grok/multi-turn/sessions/%2Fsrv%2Fdemo/019c0000-1111-7000-8000-00000000abcd",
+    REPO / "fixtures/grok/rewind/sessions/%2Fsrv%2Fdemo/019c0000-2222-7000-8000-00000000beef",
+]
+MIN_SPEEDUP = 20.0
+CLI = [sys.executable, "-c", "from trajconv.cli.main import main; main()"]
+
+
+def generate(home: Path, count: int) -> int:
+    """``count`` sessions in 20 cwd groups; each file is a template with the id replaced."""
+    total = 0
+    for i in range(count):
+        template = TEMPLATES[i % len(TEMPLATES)]
+        old_id = template.name
+        new_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv-archive-bench/{i}"))
+        sdir = home / "sessions" / f"%2Fbench%2Fproject-{i % 20:02d}" / new_id
+        sdir.mkdir(parents=True)
+        for src in template.iterdir():
+            data = src.read_bytes().replace(old_id.encode(), new_id.encode())
+            (sdir / src.name).write_bytes(data)
+            total += len(data)
+    return total
+
+
+def machine() -> list[str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1024**2:.1f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    fs = ""
+    df = shutil.which("df")
+    if df:
+        out = subprocess.run([df, "-T", tempfile.gettempdir()], capture_output=True, text=True)
+        parts = out.stdout.splitlines()[-1].split() if out.returncode == 0 else []
+        fs = f"; temp folder on {parts[1]}" if len(parts) > 1 else ""
+    return [
+        f"- CPU: {cpu}, {os.cpu_count()} logical CPUs{mem}",
+        f"- OS: {platform.platform()}{fs}",
+        f"- Python {platform.python_version()}, trajconv {__version__}",
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=REPO / "evidence" / "archive-benchmark.md")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="trajconv-archive-bench-") as scratch:
+        home = Path(scratch) / ".grok"
+        store = Path(scratch) / "store"
+        native_bytes = generate(home, args.sessions)
+
+        t0 = time.perf_counter()
+        first = archive(store, harness="grok", home=home, jobs=args.jobs)
+        t_first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again = archive(store, harness="grok", home=home, jobs=args.jobs)
+        t_again = time.perf_counter() - t0
+        # the same no-change run through the installed command, process start-up included
+        t0 = time.perf_counter()
+        cli = subprocess.run(
+            [*CLI, "archive", str(store), "--home", str(home), "--harness", "grok", "--json"],
+            capture_output=True,
+            cwd=REPO,
+        )
+        t_cli = time.perf_counter() - t0
+        report = verify_store(store)
+
+    if first.counts["first"] != args.sessions or again.counts["skipped"] != args.sessions:
+        print(f"unexpected counts: {first.counts} then {again.counts}", file=sys.stderr)
+        return 1
+    if cli.returncode != 0 or not report.ok:
+        print(cli.stderr.decode(), report.problems, file=sys.stderr)
+        return 1
+    speedup = t_first / t_again
+    command = f"python benchmarks/archive_bench.py --sessions {args.sessions} --jobs {args.jobs}"
+    lines = [
+        "# Archive benchmark",
+        "",
+        f"Generated by `{command}` (not a test; timings depend on the machine).",
+        "",
+        f"{args.sessions} small Grok sessions (copies of the hand-made `multi-turn` and "
+        f"`rewind` fixtures under fresh ids, {native_bytes / 1024**2:.1f} MiB of native files) "
+        "in a temporary GROK_HOME, archived into an empty store, then archived again with "
+        "nothing changed. The re-run lists the sessions (Grok's listing reads `summary.json`) "
+        "and stats their files; it reads no journal. Store writes are fsynced (files, folders, "
+        f"one SQLite transaction per Snapshot). `--jobs {args.jobs}`.",
+        "",
+        "| run | sessions | read | skipped | Snapshots written | seconds |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| first run | {args.sessions} | {first.counts['first']} | 0 | "
+        f"{first.snapshots_written} | {t_first:.3f} |",
+        f"| no-change re-run | {args.sessions} | 0 | {again.counts['skipped']} | "
+        f"{again.snapshots_written} | {t_again:.3f} |",
+        f"| no-change re-run, `trajconv archive` CLI process | {args.sessions} | 0 | "
+        f"{args.sessions} | 0 | {t_cli:.3f} |",
+        "",
+        f"Re-run speed-up: **{speedup:.0f}x** (first run / no-change re-run, both in-process; "
+        f"required: >= {MIN_SPEEDUP:.0f}x). With process start-up: {t_first / t_cli:.0f}x.",
+        f"The store verified afterwards: {report.snapshots} Snapshots, {report.artifacts} "
+        f"artifacts, {report.index_rows} index rows.",
+        "",
+        "Machine:",
+        "",
+        *machine(),
+        "",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+    return 0 if speedup >= MIN_SPEEDUP else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,315 @@
+"""Archive whole native homes into a store: discover, fingerprint, read what changed.
+
+For every registered codec (or one, ``harness``) and its default home (or ``home``):
+``discover`` lists the sessions, each gets a native fingerprint from ``stat`` alone
+(size, mtime_ns and inode of every file of the session, nothing opened), and a
+session whose fingerprint equals the one the store recorded last is skipped without
+being read. Every other session is read through the Codec protocol and handed to
+:class:`trajconv.snapshot.archive.Store`, which records it as ``first``, ``extends``,
+``diverged`` or ``unchanged``. Only the store is written; native homes are only read.
+
+This module names no harness: it works through ``discover`` and ``read`` of whatever
+the ``trajconv.codecs`` entry-point group registers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs import registry
+from trajconv.codecs.base import Codec, Limits, SessionRef
+from trajconv.errors import RefusedError, TrajconvError
+from trajconv.snapshot.archive import Store
+from trajconv.snapshot.models import Snapshot
+
+FINGERPRINT_VERSION = "stat1"
+# SQLite keeps committed pages in ``-wal`` until a checkpoint; ``-shm`` is an index a
+# reader may touch, so it is left out (it would change on every read).
+_DB_SIDECARS = ("-wal", "-journal")
+STATUSES = ("first", "extends", "diverged", "unchanged", "skipped", "failed")
+
+
+def fingerprint(path: Path) -> str:
+    """A cheap native fingerprint: ``stat`` of every file of the session, no content read.
+
+    A folder contributes every regular file below it (relative path, size, mtime_ns,
+    inode); a file contributes itself and its SQLite ``-wal``/``-journal`` beside it.
+    Any append, rewrite, replace, new or removed file changes the fingerprint.
+    """
+    entries: list[str] = []
+
+    def add(rel: str, st: os.stat_result) -> None:
+        entries.append(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}")
+
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        for dirpath, dirnames, filenames in os.walk(path):
+            dirnames.sort()
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                try:
+                    fst = os.lstat(full)
+                except FileNotFoundError:
+                    continue  # removed while walking: the next run sees the new state
+                if stat.S_ISREG(fst.st_mode):
+                    add(os.path.relpath(full, path), fst)
+    else:
+        add(path.name, st)
+        for suffix in _DB_SIDECARS:
+            side = path.with_name(path.name + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                add(side.name, os.stat(side))
+    digest = hashlib.sha256("\n".join(entries).encode("utf-8", "surrogateescape"))
+    return f"{FINGERPRINT_VERSION}:{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one discovered session in a run."""
+
+    harness: str
+    session_id: str
+    status: str
+    """``first``, ``extends``, ``diverged``, ``unchanged``, ``skipped`` or ``failed``."""
+    snapshot_id: str | None = None
+    previous_id: str | None = None
+    records: int | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "harness": self.harness,
+            "session_id": self.session_id,
+            "status": self.status,
+            "snapshot_id": self.snapshot_id,
+            "previous_id": self.previous_id,
+            "records": self.records,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress tick for a caller that shows one (the library itself never prints)."""
+
+    phase: str
+    """``discover`` (per harness), ``archive`` (per session) or ``done``."""
+    done: int
+    total: int
+    counts: dict[str, int]
+
+
+@dataclass
+class Summary:
+    store: str
+    coverage: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    snapshots_written: int = 0
+    artifacts_written: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for o in self.outcomes:
+            counts[o.status] += 1
+        return counts
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not any(
+            c["status"].startswith("unreadable") for c in self.coverage
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "ok": self.ok,
+            "sessions": len(self.outcomes),
+            "counts": self.counts,
+            "snapshots_written": self.snapshots_written,
+            "artifacts_written": self.artifacts_written,
+            "bytes_written": self.bytes_written,
+            "seconds": round(self.seconds, 3),
+            "coverage": self.coverage,
+            "changed": [o.to_json() for o in self.outcomes if o.status not in ("skipped",)],
+        }
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _codecs(harness: str | None) -> list[Codec]:
+    return [registry.get(harness)] if harness else registry.all_codecs()
+
+
+def _refuse_store_in_home(
+    found: list[tuple[Codec, SessionRef]], coverage: list[dict[str, Any]], store: Path
+) -> None:
+    """Checked before the store is created: archiving never writes into a native home.
+
+    A home that is the user's whole home folder (a harness keeping ``~/.name``) only
+    rules out its session folders; any other home is ruled out whole.
+    """
+    user_home = Path.home().resolve()
+    places = [(row["harness"], Path(row["home"])) for row in coverage]
+    places += [(c.name, r.path if r.path.is_dir() else r.path.parent) for c, r in found]
+    for name, place in places:
+        if place.exists() and place.resolve() != user_home and _inside(store, place):
+            raise RefusedError(
+                f"the store {store} is inside the {name} home {place}; archiving never "
+                "writes into a native home, pick a STORE outside it"
+            )
+
+
+def _discover(
+    codecs: list[Codec], home: Path | None, summary: Summary
+) -> list[tuple[Codec, SessionRef]]:
+    found: list[tuple[Codec, SessionRef]] = []
+    for c in codecs:
+        root = home if home is not None else c.default_home()
+        row: dict[str, Any] = {"harness": c.name, "home": str(root)}
+        summary.coverage.append(row)
+        if not (c.can_discover and c.can_read):
+            row["status"] = "cannot discover and read"
+            continue
+        if not root.exists():
+            row["status"] = "missing root"
+            continue
+        try:
+            refs = c.discover(root)
+        except (OSError, TrajconvError) as exc:
+            row["status"] = f"unreadable root: {exc}"
+            continue
+        except Exception as exc:  # a codec's listing bug must not stop the other harnesses
+            row["status"] = f"unreadable root: {type(exc).__name__}: {exc}"
+            continue
+        row.update(status="listable", sessions=len(refs))
+        found.extend((c, r) for r in refs)
+    return found
+
+
+def _read_in_worker(
+    name: str, path: Path, session: str, limits: Limits
+) -> tuple[Snapshot | None, str | None]:
+    """Read one session in a worker process; errors come back as text (they may not pickle)."""
+    try:
+        return registry.get(name).read(path, session=session, limits=limits), None
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _read_here(c: Codec, ref: SessionRef, limits: Limits) -> tuple[Snapshot | None, str | None]:
+    try:
+        return c.read(ref.path, session=ref.session_id, limits=limits), None
+    except Exception as exc:  # one unreadable session must not stop the archive of the rest
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _reads(
+    todo: list[tuple[Codec, SessionRef, str]], jobs: int, limits: Limits
+) -> Iterator[tuple[Codec, SessionRef, str, Snapshot | None, str | None]]:
+    """Read each session, in this process or in ``jobs`` worker processes."""
+    if jobs <= 1 or len(todo) <= 1:
+        for c, ref, fp in todo:
+            yield (c, ref, fp, *_read_here(c, ref, limits))
+        return
+    # Workers load codecs by name from the entry points; results come back as they finish,
+    # with at most 2 x jobs in flight so memory stays bounded on a large home.
+    pending: dict[Future[tuple[Snapshot | None, str | None]], tuple[Codec, SessionRef, str]] = {}
+    queue = iter(todo)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        while True:
+            while len(pending) < 2 * jobs:
+                item = next(queue, None)
+                if item is None:
+                    break
+                c, ref, fp = item
+                fut = pool.submit(_read_in_worker, c.name, ref.path, ref.session_id, limits)
+                pending[fut] = item
+            if not pending:
+                return
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                c, ref, fp = pending.pop(fut)
+                yield (c, ref, fp, *fut.result())
+
+
+def archive(
+    store_path: Path,
+    *,
+    harness: str | None = None,
+    home: Path | None = None,
+    jobs: int = 1,
+    limits: Limits | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> Summary:
+    """Archive every discovered session whose fingerprint changed into ``store_path``."""
+    started = time.monotonic()
+    store_path = Path(store_path)
+    limits = limits or Limits.from_env()
+    summary = Summary(store=str(store_path))
+    codecs = _codecs(harness)
+    tick = progress or (lambda _p: None)
+    refs = _discover(codecs, home, summary)
+    _refuse_store_in_home(refs, summary.coverage, store_path)
+    with Store.open(store_path, create=True, write=True) as store:
+        total = len(refs)
+        tick(Progress("discover", 0, total, summary.counts))
+        known = store.fingerprints()
+        todo: list[tuple[Codec, SessionRef, str]] = []
+        for c, ref in refs:
+            try:
+                fp = fingerprint(ref.path)
+            except OSError as exc:
+                summary.outcomes.append(
+                    Outcome(c.name, ref.session_id, "failed", error=f"cannot stat: {exc}")
+                )
+                continue
+            if known.get((c.name, ref.session_id)) == fp:
+                summary.outcomes.append(Outcome(c.name, ref.session_id, "skipped"))
+            else:
+                todo.append((c, ref, fp))
+        tick(Progress("archive", len(summary.outcomes), total, summary.counts))
+        for c, ref, fp, snap, error in _reads(todo, jobs, limits):
+            if snap is None:
+                summary.outcomes.append(Outcome(c.name, ref.session_id, "failed", error=error))
+            else:
+                added = store.add(snap, harness=c.name, session_id=ref.session_id, fingerprint=fp)
+                summary.snapshots_written += int(added.snapshot_written)
+                summary.artifacts_written += added.artifacts_written
+                summary.bytes_written += added.bytes_written
+                summary.outcomes.append(
+                    Outcome(
+                        c.name,
+                        ref.session_id,
+                        added.row.relation,
+                        snapshot_id=snap.id,
+                        previous_id=added.row.previous_id,
+                        records=added.row.records,
+                    )
+                )
+            tick(Progress("archive", len(summary.outcomes), total, summary.counts))
+    summary.seconds = time.monotonic() - started
+    tick(Progress("done", len(summary.outcomes), total, summary.counts))
+    return summary
