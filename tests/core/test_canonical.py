@@ -8,7 +8,7 @@ Both must be byte-equal to the reference, or every Snapshot id would change.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +188,107 @@ def test_streamed_snapshot_file_without_records_or_artifacts() -> None:
     snap = b.build()
     assert not snap.records and not snap.artifacts and not snap.diagnostics
     assert io.dumps(snap) == _reference_file(snap)
+
+
+# -- secrets.mentions_secret_key: the fast scan answers like SECRET_KEY.search ---------------
+
+_FRAGMENTS = [
+    "api",
+    "key",
+    "KEY",
+    "apikey",
+    "access",
+    "token",
+    "Token",
+    "refresh",
+    "id",
+    "auth",
+    "secret",
+    "passw",
+    "password",
+    "passwd",
+    "authorization",
+    "credential",
+    "encryption",
+    "private",
+    "cookie",
+    "session",
+    "_",
+    "-",
+    "\n",
+    " ",
+    '"',
+    "x",
+    "\u0130",
+    "\u0131",
+    "\u017f",
+    "\u212a",
+    "é",
+    "🚀",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=3), max_size=12).map("".join))
+def test_secret_scan_matches_the_regex(text: str) -> None:
+    from trajconv.snapshot import secrets
+
+    assert secrets.mentions_secret_key(text) == bool(secrets.SECRET_KEY.search(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "token",
+        "x token",
+        "a_token",
+        "a_token\n",
+        "encryption-key",
+        "ENCRYPTION_KEY",
+        "s\u212aey",
+    ],
+)
+def test_secret_scan_examples(text: str) -> None:
+    from trajconv.snapshot import secrets
+
+    assert secrets.mentions_secret_key(text) == bool(secrets.SECRET_KEY.search(text))
+
+
+def test_only_four_non_ascii_characters_fold_to_ascii_letters() -> None:
+    import re
+
+    letters = re.compile("[a-z]", re.IGNORECASE)
+    found = [c for c in range(128, 0x110000) if letters.fullmatch(chr(c))]
+    assert found == [0x130, 0x131, 0x17F, 0x212A]
+
+
+def _reference_iso_ms(moment: datetime) -> str:
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime(2, 1, 1),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone.min]),
+    )
+)
+def test_iso_ms_matches_reference(moment: datetime) -> None:
+    assert iso_ms(moment) == _reference_iso_ms(moment)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-11-30T03:43:25.244Z", "2026-11-30T03:43:25Z", "0999-01-01T00:00:00.5+01:00", "bad"],
+)
+def test_time_from_iso_examples(text: str) -> None:
+    from trajconv.snapshot.builder import time_from_iso
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        assert time_from_iso(text) is None
+        return
+    assert time_from_iso(text) == _reference_iso_ms(moment)

@@ -93,9 +93,16 @@ def test_tampering_an_artifact_byte_names_it(snap) -> None:
     assert report.problems == [f"artifact {art['name']}: bytes do not match sha256/size"]
 
 
-def test_tampering_session_changes_every_hash(snap) -> None:
+def test_tampering_session_facts_breaks_the_id(snap) -> None:
     doc = _doc(snap)
     doc["session"]["title"] = "other"
+    report = io.verify_document(doc)
+    assert len(report.problems) == 1 and report.problems[0].startswith("id is")
+
+
+def test_tampering_source_changes_every_hash(snap) -> None:
+    doc = _doc(snap)
+    doc["source"]["session_id"] = "other"
     report = io.verify_document(doc)
     assert report.problems and report.problems[0].startswith("record 0")
 
@@ -107,13 +114,26 @@ def test_id_covers_artifact_list(snap) -> None:
     assert any(p.startswith("id is") for p in report.problems)
 
 
-def test_chain_prefix_is_shared_by_a_grown_session(snap) -> None:
-    """A Snapshot of a session that grew shares its chain prefix (DESIGN §3)."""
-    doc = _doc(snap)
-    digest = hashing.header_digest(doc["format"], doc["source"], doc["session"])
-    for rec in doc["records"][:4]:
-        digest = hashing.record_digest(digest, rec)
-    assert hashing.tag(digest) == doc["records"][3]["hash"]
+def test_chain_prefix_is_shared_by_a_grown_session(tmp_path) -> None:
+    """A session that grew, with its facts updated as harnesses do, extends the old chain."""
+    import shutil
+
+    src = GROK_CASE / "sessions" / "%2Fsrv%2Fdemo" / "019c0000-1111-7000-8000-00000000abcd"
+    sdir = tmp_path / src.name
+    shutil.copytree(src, sdir)
+    old = trajconv.read("grok", sdir)
+    journal = (src / "updates.jsonl").read_bytes()
+    cut = journal.index(b'"promptIndex":1')
+    (sdir / "updates.jsonl").write_bytes(journal[: journal.rindex(b"\n", 0, cut) + 1])
+    short = trajconv.read("grok", sdir)
+    summary = (src / "summary.json").read_text().replace("08:09:30.48", "09:00:00.00")
+    (sdir / "summary.json").write_text(summary.replace("List the demo", "Renamed"))
+    (sdir / "updates.jsonl").write_bytes(journal)
+    grown = trajconv.read("grok", sdir)
+    assert grown.session != short.session and grown.id != old.id
+    n = len(short.records)
+    assert 0 < n < len(grown.records)
+    assert grown.records[n - 1].hash == short.records[n - 1].hash
 
 
 def test_load_rejects_other_formats_and_schema_violations(snap, tmp_path) -> None:

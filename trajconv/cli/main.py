@@ -170,7 +170,7 @@ def read(source: str, path: Path, output: Path | None, session: str | None, **kw
 
     snap = trajconv.read(source, path, session=session, limits=_limits(kw))
     if output is None:
-        sys.stdout.buffer.write(io.dumps(snap))
+        io.write(snap, sys.stdout.buffer)
     else:
         io.dump(snap, output)
         click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)

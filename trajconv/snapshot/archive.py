@@ -180,10 +180,9 @@ def relation_of(previous: Mapping[str, Any] | None, snapshot: Snapshot) -> tuple
 
     ``extends`` when the previous record chain is a prefix of the new one: the old
     last record hash equals the new record hash at the same position (DESIGN §3).
-    Session facts (title, ``updated_at``) are hashed into the chain head, so a harness
-    that touches them while the session grows changes every hash; the previous
-    records are then re-chained under the new head, which is the same test on the
-    records themselves. The second value says whether source or session facts changed.
+    Session facts (title, ``updated_at``) are not in the chain head, so a harness that
+    updates them as the session grows still extends it. The second value says whether
+    source or session facts changed.
     """
     if previous is None:
         return "first", False
@@ -200,12 +199,6 @@ def relation_of(previous: Mapping[str, Any] | None, snapshot: Snapshot) -> tuple
         return "extends", facts_changed
     if snapshot.records[n - 1].hash == old[n - 1]["hash"]:
         return "extends", facts_changed
-    if facts_changed:
-        digest = hashing.header_digest(snapshot.format, source, session)
-        for rec in old:
-            digest = hashing.record_digest(digest, rec)
-        if hashing.tag(digest) == snapshot.records[n - 1].hash:
-            return "extends", True
     return "diverged", facts_changed
 
 

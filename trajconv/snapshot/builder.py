@@ -31,10 +31,33 @@ from trajconv.version import __version__
 def iso_ms(moment: datetime) -> str:
     """RFC 3339 UTC with milliseconds, the Snapshot's one time format."""
     moment = moment.astimezone(UTC)
+    if moment.year >= 1000:
+        # The same text as the strftime below (which does not pad years under 1000),
+        # faster: isoformat truncates to milliseconds and ends in "+00:00" for UTC.
+        return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+# Integer milliseconds below this (2106-02-07) divide by 1000 into a double that rounds
+# back to the exact microsecond, so the seconds and milliseconds can be split exactly.
+_EXACT_MS = 2**32 * 1000
+_day_cache: tuple[int, str] = (-1, "")
+
+
 def time_from_ms(ms: int | float) -> str:
+    global _day_cache
+    if type(ms) is int and 0 <= ms < _EXACT_MS:
+        # Fast path, byte-equal to the general one below (tests/core/test_canonical.py):
+        # Unix time has 86400 s a day, so only the date needs the calendar (cached).
+        day, rest = divmod(ms, 86_400_000)
+        cached_day, date = _day_cache
+        if cached_day != day:
+            date = datetime.fromtimestamp(day * 86_400, tz=UTC).strftime("%Y-%m-%dT")
+            _day_cache = (day, date)
+        hour, rest = divmod(rest, 3_600_000)
+        minute, rest = divmod(rest, 60_000)
+        second, milli = divmod(rest, 1000)
+        return f"{date}{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
     return iso_ms(datetime.fromtimestamp(ms / 1000, tz=UTC))
 
 
@@ -179,7 +202,7 @@ class SnapshotBuilder:
     def build(self) -> Snapshot:
         source = self.source.model_dump(mode="json")
         session = self.session.model_dump(mode="json")
-        digest = hashing.header_digest(FORMAT, source, session)
+        digest = hashing.header_digest(FORMAT, source)
         records = []
         for rec in self._records:
             digest = hashing.record_digest(digest, rec)

@@ -1,7 +1,11 @@
 """Canonical JSON and the Snapshot hash chain (DESIGN §3).
 
-Canonical JSON is RFC 8785 (JCS), produced by the ``rfc8785`` package.
-``h[-1] = sha256(JCS({format, source, session}))``;
+Canonical JSON is RFC 8785 (JCS). The ``rfc8785`` package is the reference; values
+made only of objects with keys below U+E000, arrays, strings, booleans, null and
+integers in the IEEE-754 safe range take a fast path through ``orjson`` with sorted
+keys, which gives the same bytes (``tests/core/test_canonical.py`` proves it on the
+RFC's vectors and on generated values); anything else goes to ``rfc8785``.
+``h[-1] = sha256(JCS({format, source}))`` (session facts are left to the id);
 ``h[i] = sha256(h[i-1] || JCS(record_i without "hash"))``;
 ``id = sha256(JCS({format, source, session, last, artifacts: [{name, sha256, size}]}))``.
 Every function here works on plain JSON values, so ``verify`` checks exactly
@@ -14,26 +18,75 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
 import rfc8785
 
 PREFIX = "sha256:"
+MAX_SAFE_INTEGER = 2**53 - 1
+# UTF-8 byte order (orjson's key sort) equals RFC 8785's UTF-16 code unit order as long
+# as no key holds a character at or above U+E000 (surrogates are rejected by orjson).
+_KEY_CEILING = "\ue000"
+
+
+def _fast_path_ok(value: Any) -> bool:
+    """True when ``orjson`` with sorted keys writes exactly the RFC 8785 bytes of ``value``.
+
+    Floats are left to ``rfc8785`` (ECMAScript number formatting), as are integers
+    outside the safe range, non-string keys, keys that sort differently in UTF-16 and
+    any type that is not plain JSON, so errors are the reference's errors too.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str or not (key.isascii() or max(key) < _KEY_CEILING):
+                    return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        else:
+            return False
+    return True
 
 
 def canonical(value: Any) -> bytes:
     """RFC 8785 canonical bytes of a JSON value."""
+    if _fast_path_ok(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass  # e.g. a lone surrogate or deep nesting: let the reference decide
     return rfc8785.dumps(value)
 
 
-def header_digest(fmt: str, source: Mapping[str, Any], session: Mapping[str, Any]) -> bytes:
-    return hashlib.sha256(
-        canonical({"format": fmt, "source": dict(source), "session": dict(session)})
-    ).digest()
+def header_digest(fmt: str, source: Mapping[str, Any]) -> bytes:
+    """The chain head: which session of which harness, not its changing facts.
+
+    DESIGN §3 hashed ``session`` into the head too, but harnesses update a session's
+    facts (``updated_at``, a generated title) as it grows, which changed every record
+    hash and hid that the old chain is a prefix of the new one. The facts stay in the
+    Snapshot id; the chain is the records (docs/design-notes.md).
+    """
+    return hashlib.sha256(canonical({"format": fmt, "source": dict(source)})).digest()
 
 
 def record_digest(previous: bytes, record: Mapping[str, Any]) -> bytes:
     """Next chain digest; ``record`` may hold a ``hash`` key, which is left out."""
-    body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(previous + canonical(body)).digest()
+    body = (
+        record
+        if type(record) is dict and "hash" not in record
+        else {k: v for k, v in record.items() if k != "hash"}
+    )
+    digest = hashlib.sha256(previous)
+    digest.update(canonical(body))
+    return digest.digest()
 
 
 def snapshot_id(

@@ -11,12 +11,13 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import io
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -26,12 +27,65 @@ from trajconv.snapshot.models import FORMAT, Snapshot
 
 
 def dumps(snapshot: Snapshot) -> bytes:
-    return orjson.dumps(snapshot.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+    """The Snapshot file's bytes: ``orjson`` with 2-space indentation and a final newline."""
+    buffer = io.BytesIO()
+    write(snapshot, buffer)
+    return buffer.getvalue()
+
+
+def _nested(value: Any, depth: int) -> bytes:
+    """``value`` as ``OPT_INDENT_2`` writes it ``depth`` levels deep in a document.
+
+    JSON strings hold no raw newline, so every newline in the output starts a line of
+    the value's own layout, which moves right by two spaces a level.
+    """
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    return text.replace(b"\n", b"\n" + b"  " * depth) if depth else text
+
+
+def _write_flat(item: dict[str, Any], stream: BinaryIO) -> None:
+    """An object of scalars two levels deep (an artifact), member by member, so its
+    ``data`` is encoded once and not copied again to indent it."""
+    for k, (key, value) in enumerate(item.items()):
+        stream.write(b"{\n      " if k == 0 else b",\n      ")
+        stream.write(orjson.dumps(key))
+        stream.write(b": ")
+        stream.write(orjson.dumps(value))
+    stream.write(b"\n    }" if item else b"{}")
+
+
+def write(snapshot: Snapshot, stream: BinaryIO) -> None:
+    """Write the Snapshot file's bytes to ``stream``, one record and artifact at a time.
+
+    The bytes are those of ``orjson.dumps(snapshot.model_dump(mode="json"),
+    option=OPT_INDENT_2) + b"\\n"`` (``tests/core/test_canonical.py`` checks it), but
+    the whole document is never held in memory at once, as JSON or as dicts.
+    """
+    fields = type(snapshot).model_fields
+    stream.write(b"{")
+    for i, name in enumerate(fields):
+        stream.write(b"\n  " if i == 0 else b",\n  ")
+        stream.write(orjson.dumps(name))
+        stream.write(b": ")
+        value = getattr(snapshot, name)
+        if name in ("records", "artifacts", "diagnostics") and value:
+            stream.write(b"[")
+            for j, item in enumerate(value):
+                stream.write(b"\n    " if j == 0 else b",\n    ")
+                if name == "artifacts":
+                    _write_flat(item.model_dump(mode="json"), stream)
+                else:
+                    stream.write(_nested(item.model_dump(mode="json"), 2))
+            stream.write(b"\n  ]")
+        else:
+            stream.write(_nested(snapshot.model_dump(mode="json", include={name})[name], 1))
+    stream.write(b"\n}\n")
 
 
 def dump(snapshot: Snapshot, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(dumps(snapshot))
+    with tmp.open("wb") as fh:
+        write(snapshot, fh)
     tmp.replace(path)
 
 
@@ -108,7 +162,7 @@ def verify_document(
     """
     problems: list[str] = []
     source, session = doc["source"], doc["session"]
-    digest = hashing.header_digest(doc["format"], source, session)
+    digest = hashing.header_digest(doc["format"], source)
     for i, rec in enumerate(doc["records"]):
         digest = hashing.record_digest(digest, rec)
         if rec.get("seq") != i:

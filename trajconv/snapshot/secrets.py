@@ -20,8 +20,37 @@ SECRET_KEY = re.compile(
 )
 
 
+# Scanning a whole document with SECRET_KEY is slow (an alternation under IGNORECASE), so
+# ``mentions_secret_key`` answers the same question in two cheaper steps; the test
+# ``tests/core/test_canonical.py`` checks it against ``SECRET_KEY.search``.
+# The only non-ASCII characters IGNORECASE matches to ASCII letters (U+0130, U+0131,
+# U+017F, U+212A):
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+# Without them, a match is ASCII and equals a case-sensitive match in the lower-cased text.
+_LOWER = re.compile(SECRET_KEY.pattern)
+# Every alternative contains one of these, at most _LEAD characters into the match
+# ("encryption_" before "key").
+_LITERALS = ("key", "token", "secret", "passw", "authorization", "credential", "cookie")
+_LEAD = 11
+
+
 def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(key))
+
+
+def mentions_secret_key(text: str) -> bool:
+    """``bool(SECRET_KEY.search(text))``, computed without scanning all of ``text`` with it."""
+    if _FOLDS_TO_ASCII.search(text):
+        return bool(SECRET_KEY.search(text))
+    low = text.lower()
+    for literal in _LITERALS:
+        at = low.find(literal)
+        while at >= 0:
+            for start in range(max(0, at - _LEAD), at + 1):
+                if _LOWER.match(low, start):
+                    return True
+            at = low.find(literal, at + 1)
+    return False
 
 
 def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
@@ -49,7 +78,7 @@ def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
 def strip_json_bytes(data: bytes) -> tuple[bytes, list[str]]:
     """JSON document bytes without credentials; unchanged bytes when there are none
     (or when the bytes are not one JSON document)."""
-    if not data or not SECRET_KEY.search(data.decode("utf-8", "replace")):
+    if not data or not mentions_secret_key(data.decode("utf-8", "replace")):
         return data, []
     try:
         value = json.loads(data)

@@ -166,12 +166,15 @@ class _Projector:
         native_kind: str,
         number: int,
         text: str,
-        time: str | None,
+        stamp: tuple[dict[str, Any], dict[str, Any]],
         event_id: str | None,
     ) -> None:
+        """Add a chunk to the open run, or start one; a run's time is its first line's
+        (``stamp`` is that line's ``params._meta`` and object, read only then)."""
         if self.run is None or self.run.kind != kind:
             self.flush()
             model = self.model if kind in ("assistant", "reasoning") else None
+            time = _time(*stamp)
             self.run = _Run(kind, number, native_kind, time, self.turns.current, event_id, model)
         self.run.parts.append(text)
         self.run.units += 1
@@ -194,9 +197,8 @@ class _Projector:
         event_id = pmeta.get("eventId") if isinstance(pmeta.get("eventId"), str) else None
         if isinstance(umeta.get("modelId"), str):
             self.model = umeta["modelId"]
-        time = _time(pmeta, obj)
         if kind == native.USER_CHUNK:
-            self.user_chunk(number, update, umeta, time, event_id)
+            self.user_chunk(number, update, umeta, (pmeta, obj), event_id)
         elif kind in (native.AGENT_CHUNK, native.THOUGHT_CHUNK):
             self.turns.other()
             text = native.content_text(update.get("content"))
@@ -204,15 +206,15 @@ class _Projector:
                 self.d.add("non-text-content", f"{JOURNAL}:{number}", name=kind)
                 return
             role = "assistant" if kind == native.AGENT_CHUNK else "reasoning"
-            self.text(role, kind, number, text, time, event_id)
+            self.text(role, kind, number, text, (pmeta, obj), event_id)
         elif kind == native.TOOL_CALL:
             self.turns.other()
             self.flush()
-            self.tool_call(number, update, time, event_id)
+            self.tool_call(number, update, _time(pmeta, obj), event_id)
         elif kind == native.TOOL_UPDATE:
             self.turns.other()
             self.flush()
-            self.tool_update(number, update, time, event_id)
+            self.tool_update(number, update, _time(pmeta, obj), event_id)
         else:
             self.turns.other()
             self.lifecycle(kind, f"{JOURNAL}:{number}", update)
@@ -222,7 +224,7 @@ class _Projector:
         number: int,
         update: dict[str, Any],
         umeta: dict[str, Any],
-        time: str | None,
+        stamp: tuple[dict[str, Any], dict[str, Any]],
         event_id: str | None,
     ) -> None:
         place = f"{JOURNAL}:{number}"
@@ -234,7 +236,7 @@ class _Projector:
             if text is None:
                 self.d.add("non-text-content", place, name=native.USER_CHUNK)
                 return
-            self.text("system", "user_message_chunk(hostTurn)", number, text, time, event_id)
+            self.text("system", "user_message_chunk(hostTurn)", number, text, stamp, event_id)
             self.flush()
             return
         role = self.turns.user_chunk(number, umeta.get("promptIndex"))
@@ -245,9 +247,9 @@ class _Projector:
             return
         if role == "phantom":
             # Unmarked user chunks after marked prompts are runtime echoes (§4.2).
-            self.text("system", "user_message_chunk(unmarked)", number, text, time, event_id)
+            self.text("system", "user_message_chunk(unmarked)", number, text, stamp, event_id)
             return
-        self.text("user", native.USER_CHUNK, number, text, time, event_id)
+        self.text("user", native.USER_CHUNK, number, text, stamp, event_id)
 
     def tool_call(
         self, number: int, update: dict[str, Any], time: str | None, event_id: str | None
@@ -441,6 +443,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         proj.line(number, obj)
         limits.check("max_records", b.record_count, journal, number)
     proj.finish()
+    del data  # the artifact holds the journal now; do not keep a second copy while building
     return b.build()
 
 
