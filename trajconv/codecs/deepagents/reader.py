@@ -306,26 +306,34 @@ class _Lifter:
                 self.d.add("pending-tool-call", record)
 
 
-def _fold(state: list[_Occ], values: list[_Occ]) -> list[_Occ]:
-    """``add_messages`` semantics (deepagents ``_messages_delta_reducer``)."""
-    out: list[_Occ | None] = list(state)
-    index = {getattr(o.msg, "id", None): i for i, o in enumerate(state)}
-    index.pop(None, None)
-    for occ in values:
-        mid = getattr(occ.msg, "id", None)
-        if type(occ.msg).__name__ == "RemoveMessage":
-            if mid == "__remove_all__":
-                out, index = [], {}
-            elif mid in index:
-                out[index.pop(mid)] = None
-            continue
-        if mid is not None and mid in index:
-            out[index[mid]] = occ
-        else:
-            if mid is not None:
-                index[mid] = len(out)
-            out.append(occ)
-    return [o for o in out if o is not None]
+class _Folder:
+    """``add_messages`` semantics (deepagents ``_messages_delta_reducer``), applied batch
+    by batch with one id index kept across batches, so a thread of n messages folds in
+    O(n) rather than rebuilding the index at every checkpoint."""
+
+    def __init__(self, state: list[_Occ]) -> None:
+        self.out: list[_Occ | None] = list(state)
+        self.index = {getattr(o.msg, "id", None): i for i, o in enumerate(state)}
+        self.index.pop(None, None)
+
+    def apply(self, values: list[_Occ]) -> None:
+        for occ in values:
+            mid = getattr(occ.msg, "id", None)
+            if type(occ.msg).__name__ == "RemoveMessage":
+                if mid == "__remove_all__":
+                    self.out, self.index = [], {}
+                elif mid in self.index:
+                    self.out[self.index.pop(mid)] = None
+                continue
+            if mid is not None and mid in self.index:
+                self.out[self.index[mid]] = occ
+            else:
+                if mid is not None:
+                    self.index[mid] = len(self.out)
+                self.out.append(occ)
+
+    def result(self) -> list[_Occ]:
+        return [o for o in self.out if o is not None]
 
 
 def _messages(value: Any) -> list[Any]:
@@ -404,7 +412,7 @@ def lift_thread(
             by_cp.setdefault(w.checkpoint_id, []).append((number, w))
 
     seed_at = next((i for i in range(len(line) - 1, -1, -1) if line[i] in stored), None)
-    state: list[_Occ] = list(stored[line[seed_at]]) if seed_at is not None else []
+    folder = _Folder(list(stored[line[seed_at]]) if seed_at is not None else [])
     every: list[_Occ] = [o for cid in line for o in stored.get(cid, [])]
     for pos, cid in enumerate(line[:-1]):
         rows = sorted(by_cp.get(cid, []), key=lambda nw: native.sort_key(nw[1]))
@@ -415,7 +423,8 @@ def lift_thread(
                 batch.append(_Occ(m, WRITES_ART, number, f"$.value[{i}]", ts(child[cid])))
         every.extend(batch)
         if seed_at is None or pos >= seed_at:
-            state = _fold(state, batch)
+            folder.apply(batch)
+    state = folder.result()
 
     first_time: dict[Any, str | None] = {}
     for occ in every:
