@@ -40,7 +40,7 @@ DROP_CODES: dict[str, tuple[str, ...]] = {
     "observation": ("untranslated-observation",),
     "tool-call": ("untranslated-pending-call",),
     "tool-result": ("untranslated-orphan-result",),
-    "user": ("untranslated-user",),
+    "user": ("untranslated-user", "untranslated-steering"),
     "assistant": ("untranslated-assistant",),
 }
 # Writer codes for records the target keeps, but joined with their neighbours.

@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from trajconv.errors import LimitError, UnsafePathError
-from trajconv.snapshot.models import Diagnostic, Snapshot
+
+if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
+    from trajconv.snapshot.models import Diagnostic, Snapshot
 
 
 @dataclass(frozen=True)

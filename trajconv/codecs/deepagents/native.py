@@ -151,22 +151,25 @@ def open_store(db: Path) -> Iterator[sqlite3.Connection]:
     tmp: str | None = None
     target = db
     try:
-        if wal.exists() and wal.stat().st_size > 0:
+        shm = db.with_name(db.name + "-shm")
+        if wal.exists() or shm.exists():
+            # in WAL use: even a read-only reader writes to -shm, so read a private copy
             tmp = tempfile.mkdtemp(prefix="trajconv-deepagents-")
             target = _copy_store(db, Path(tmp))
         try:
-            conn = _connect_ro(target)
+            conn = _connect_ro(target, immutable=tmp is None)
         except sqlite3.OperationalError:
             if tmp is not None:
                 raise
             tmp = tempfile.mkdtemp(prefix="trajconv-deepagents-")
             target = _copy_store(db, Path(tmp))
-            conn = _connect_ro(target)
+            conn = _connect_ro(target, immutable=False)
         try:
             yield conn
         finally:
             conn.close()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        # a damaged page can surface in any query; it is bad input, not a crash
         raise FormatError(db, f"not a readable SQLite store: {exc}") from exc
     finally:
         if tmp is not None:
@@ -181,8 +184,10 @@ def _copy_store(db: Path, folder: Path) -> Path:
     return folder / db.name
 
 
-def _connect_ro(db: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True, timeout=5)
+def _connect_ro(db: Path, *, immutable: bool) -> sqlite3.Connection:
+    """Read-only; ``immutable`` (a store nobody has open) also creates nothing beside it."""
+    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
+    conn = sqlite3.connect(f"file:{quote(str(db))}?{flags}", uri=True, timeout=5)
     conn.execute("select count(*) from sqlite_master").fetchone()
     return conn
 

@@ -350,15 +350,37 @@ def lift_thread(
     d = b.diagnostics
     cp_line = {c.checkpoint_id: i + 1 for i, c in enumerate(cps) if c.ns == native.ROOT_NS}
     root = {c.checkpoint_id: c for c in cps if c.ns == native.ROOT_NS}
-    for c in cps:
+
+    def checkpoint_units(row: native.DeepagentsCheckpointRow, where: str) -> int:
+        """A checkpoint row left out of the records: itself and every message it stores."""
+        value = dec.loads(row.type, row.blob, where)
+        values = value.get("channel_values") if isinstance(value, dict) else None
+        msgs = (
+            dec.stored_messages(values.get(native.MESSAGES))
+            if isinstance(values, dict) and native.MESSAGES in values
+            else None
+        )
+        return 1 + len(msgs or [])
+
+    def write_units(w: native.DeepagentsWriteRow, where: str) -> int:
+        """A write row left out of the records: one unit, or one per message it carries."""
+        if w.channel != native.MESSAGES:
+            return 1
+        return len(_messages(dec.loads(w.type, w.value, where)))
+
+    for number, c in enumerate(cps, start=1):
         if c.ns != native.ROOT_NS:
-            d.add("nested-namespace", f"{CHECKPOINTS_ART}:{cps.index(c) + 1}", name=c.ns)
+            where = f"{CHECKPOINTS_ART}:{number}"
+            d.add("nested-namespace", where, count=checkpoint_units(c, where), name=c.ns)
+    if not root:
+        raise FormatError(dec.file, "the thread has no checkpoint in the root namespace")
     line = _main_line(root, b)
     on_line = set(line)
     latest = line[-1]
     for cid in root:
         if cid not in on_line:
-            d.add("rewound", f"{CHECKPOINTS_ART}:{cp_line[cid]}")
+            where = f"{CHECKPOINTS_ART}:{cp_line[cid]}"
+            d.add("rewound", where, count=checkpoint_units(root[cid], where))
 
     decoded: dict[str, dict[str, Any]] = {}
     metas: dict[str, dict[str, Any]] = {}
@@ -401,11 +423,11 @@ def lift_thread(
     for number, w in enumerate(writes, start=1):
         where = f"{WRITES_ART}:{number}"
         if w.ns != native.ROOT_NS:
-            d.add("nested-namespace", where, name=w.ns)
+            d.add("nested-namespace", where, count=write_units(w, where), name=w.ns)
         elif w.checkpoint_id not in on_line:
-            d.add("rewound", where)
+            d.add("rewound", where, count=write_units(w, where))
         elif w.checkpoint_id == latest:
-            d.add("pending-writes", where, name=w.channel)
+            d.add("pending-writes", where, count=write_units(w, where), name=w.channel)
         elif w.channel != native.MESSAGES:
             d.add("lifecycle-dropped", where, name=_family(w.channel))
         else:
