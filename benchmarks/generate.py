@@ -1,0 +1,997 @@
+"""Generate large native sessions for the benchmarks, deterministically (seeded).
+
+Every harness's session is written from its format spec in ``shared/formats/``
+(the section numbers below point there), at about 10 MB and 100 MB, or 1 GB
+with ``--big``. The same seed and size always give the same bytes. Each
+dataset folder holds a ``dataset.json`` that says what trajconv reads (path,
+session) and what the floor reads (journal lines, or SQLite rows and blobs).
+
+    python benchmarks/generate.py                    # 10 MB and 100 MB of every harness
+    python benchmarks/generate.py --sizes 10MB --only grok,copilot
+    python benchmarks/generate.py --big              # adds 1 GB datasets
+
+Output goes to ``benchmarks/.data/`` (generated, never committed); a dataset
+whose ``dataset.json`` already matches the parameters is not rebuilt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import sqlite3
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / ".data"
+GENERATOR_VERSION = 7
+SEED = 20261130
+SIZES = {"10MB": 10 * 1024**2, "100MB": 100 * 1024**2, "1GB": 1024**3}
+HARNESSES = ("grok", "copilot", "fx1", "fx4", "cursor", "deepagents")
+CWD = "/srv/bench"
+BASE_MS = 1_788_249_600_000  # 2026-09-01T08:00:00Z
+
+# -- text ------------------------------------------------------------------------------------
+
+_WORD_TEXT = (
+    "the a file list read write test module function return value error path config build "
+    "run check output input session agent tool call result line token model reason plan "
+    "update index import class self data format json bytes stream chunk parse open close "
+    'naïve Größe café 日本語 テスト 🚀 ✓ "quoted" back\\slash tab\there '
+)
+_WORDS = _WORD_TEXT.split(" ")
+
+
+class Text:
+    """Slices of one fixed pseudo-random corpus: cheap, deterministic, varied."""
+
+    def __init__(self, rng: random.Random, size: int = 1 << 21) -> None:
+        words = [rng.choice(_WORDS) for _ in range(size // 5)]
+        for i in range(0, len(words), 17):
+            words[i] += rng.choice((".\n", ",", ":\n\n", ";", "?"))
+        self.corpus = " ".join(w for w in words if w)
+        self.rng = rng
+
+    def __call__(self, n: int) -> str:
+        start = self.rng.randrange(0, len(self.corpus) - n - 1)
+        return self.corpus[start : start + n]
+
+    def chunks(self, total: int, lo: int = 4, hi: int = 60) -> list[str]:
+        """A message of about ``total`` characters cut into streaming-size chunks."""
+        text = self(total)
+        out, i = [], 0
+        while i < len(text):
+            step = self.rng.randint(lo, hi)
+            out.append(text[i : i + step])
+            i += step
+        return out or [text]
+
+
+def _size(rng: random.Random, median: int, cap: int) -> int:
+    """A long-tailed size (log-normal around ``median``), at least 1 and at most ``cap``."""
+    return max(1, min(cap, int(rng.lognormvariate(0, 1.0) * median)))
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _line(obj: Any) -> bytes:
+    # Compact, non-ASCII not escaped, members in insertion order (grok §3.1, copilot §3.1).
+    return orjson.dumps(obj) + b"\n"
+
+
+class _Budget:
+    """Writes lines to a file until it holds about ``target`` bytes."""
+
+    def __init__(self, path: Path, target: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = path.open("wb")
+        self.target = target
+        self.written = 0
+        self.lines = 0
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+        self.written += len(data)
+        self.lines += data.count(b"\n")
+
+    @property
+    def full(self) -> bool:
+        return self.written >= self.target
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+# -- Grok Build (grok-build.md §1-§5) ----------------------------------------------------------
+
+
+def gen_grok(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    text = Text(rng)
+    sid = "019c0000-1111-7000-8000-" + f"{rng.getrandbits(48):012x}"
+    group = "%2Fsrv%2Fbench"  # urllib.parse.quote(CWD, safe="") (§1)
+    sdir = out / "sessions" / group / sid
+    journal = _Budget(sdir / "updates.jsonl", target)
+    # chat_history.jsonl: the model-context log Grok derives from the journal (§2); a real
+    # session has both, and harness-convert reads this one.
+    history = _Budget(sdir / "chat_history.jsonl", 0)
+    assistant: dict[str, Any] | None = None
+
+    def flush() -> None:
+        nonlocal assistant
+        if assistant is not None:
+            history.write(_line(assistant))
+            assistant = None
+
+    def said(piece: str) -> None:
+        nonlocal assistant
+        assistant = assistant or {"type": "assistant", "content": ""}
+        assistant["content"] += piece
+
+    ms = BASE_MS
+    event = 40
+    prompt = 0
+    calls = 0
+    model = "grok-build"
+
+    def emit(update: dict[str, Any], *, xai: bool = False, **meta: Any) -> None:
+        nonlocal ms, event
+        ms += rng.randint(1, 900)
+        event += rng.randint(1, 3)
+        params_meta = {"eventId": f"{sid}-{event}", "agentTimestampMs": ms, **meta}
+        journal.write(
+            _line(
+                {
+                    "timestamp": ms // 1000,
+                    "method": "_x.ai/session/update" if xai else "session/update",
+                    "params": {"sessionId": sid, "update": update, "_meta": params_meta},
+                }
+            )
+        )
+
+    emit({"sessionUpdate": "available_commands_update", "availableCommands": []})
+    torn_at = target // 2
+    torn_done = False
+    while not journal.full:
+        prompt_id = _uuid(rng)
+        blocks = []
+        for _ in range(rng.choice((1, 1, 1, 2))):  # a prompt of one or two content blocks (§3.4)
+            block = {"type": "text", "text": text(_size(rng, 300, 20_000))}
+            blocks.append(block)
+            emit(
+                {
+                    "sessionUpdate": "user_message_chunk",
+                    "content": block,
+                    "_meta": {"modelId": model, "promptIndex": prompt},
+                }
+            )
+        history.write(_line({"type": "user", "content": blocks}))
+        chunk = 0
+        for piece in text.chunks(_size(rng, 400, 8_000)):
+            chunk += 1
+            emit(
+                {
+                    "sessionUpdate": "agent_thought_chunk",
+                    "content": {"type": "text", "text": piece},
+                },
+                promptId=prompt_id,
+                chunkId=chunk,
+            )
+        for _step in range(rng.choice((0, 1, 2, 3, 4))):
+            if rng.random() < 0.5:
+                for piece in text.chunks(_size(rng, 150, 2_000)):
+                    said(piece)
+                    chunk += 1
+                    emit(
+                        {
+                            "sessionUpdate": "agent_message_chunk",
+                            "content": {"type": "text", "text": piece},
+                        },
+                        promptId=prompt_id,
+                        chunkId=chunk,
+                    )
+            calls += 1
+            call_id = f"call_{calls:07d}"
+            tool = rng.choice(("read_file", "run_terminal_command", "search", "edit_file"))
+            args = {"target_file": f"src/m{rng.randint(0, 999)}.py", "note": text(40)}
+            said("")
+            assert assistant is not None
+            assistant.setdefault("tool_calls", []).append(
+                {"id": call_id, "name": tool, "arguments": orjson.dumps(args).decode()}
+            )
+            emit(
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": call_id,
+                    "title": tool,
+                    "kind": "other",
+                    "status": "pending",
+                    "rawInput": args,
+                    "_meta": {"x.ai/tool": {"version": 1, "name": tool, "kind": "read"}},
+                },
+                promptId=prompt_id,
+            )
+            for _p in range(rng.choice((0, 1, 1, 2, 3))):  # progress (§4.3)
+                emit(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": call_id,
+                        "status": "in_progress",
+                        "content": [
+                            {"type": "content", "content": {"type": "text", "text": text(80)}}
+                        ],
+                    },
+                    promptId=prompt_id,
+                )
+            failed = rng.random() < 0.1
+            output = text(_size(rng, 1_500, 200_000))
+            terminal: dict[str, Any] = {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": call_id,
+                "status": "failed" if failed else "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": output}}],
+            }
+            flush()
+            history.write(
+                _line({"type": "tool_result", "tool_call_id": call_id, "content": output})
+            )
+            if tool == "run_terminal_command":
+                terminal["rawOutput"] = {"exit_code": 1 if failed else 0}
+            emit(terminal, promptId=prompt_id)
+            if rng.random() < 0.02:  # a repeated terminal update (§4.3)
+                emit(dict(terminal, title=f"{tool} (done)"), promptId=prompt_id)
+        for piece in text.chunks(_size(rng, 600, 20_000)):
+            said(piece)
+            chunk += 1
+            emit(
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": piece},
+                },
+                promptId=prompt_id,
+                chunkId=chunk,
+            )
+        emit(
+            {
+                "sessionUpdate": "turn_completed",
+                "prompt_id": prompt_id,
+                "stop_reason": "end_turn",
+                "usage": {"inputTokens": rng.randint(1000, 90000), "outputTokens": 300},
+            },
+            xai=True,
+        )
+        flush()
+        if not torn_done and journal.written >= torn_at:
+            journal.write(b'{"timestamp":1788250000,"method":"session/upd\n')  # torn (§4.5)
+            torn_done = True
+        prompt += 1
+    journal.close()
+    history.close()
+    summary = {
+        "info": {"id": sid, "cwd": CWD},
+        "session_summary": "Benchmark session",
+        "created_at": _iso(BASE_MS),
+        "updated_at": _iso(ms),
+        "num_messages": journal.lines,
+        "num_chat_messages": history.lines,
+        "current_model_id": model,
+        "next_trace_turn": prompt,
+        "chat_format_version": 1,
+        "last_active_at": _iso(ms),
+        "generated_title": "Benchmark session",
+    }
+    (sdir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False))
+    return {
+        "harness": "grok",
+        "read_path": str(sdir),
+        "session": sid,
+        "cwd": CWD,
+        "home": str(out),
+        "floor": {
+            "kind": "jsonl",
+            "files": [str(sdir / "updates.jsonl")],
+            "json": [str(sdir / "summary.json")],
+            "blobs": [str(sdir / "chat_history.jsonl")],
+        },
+        "units": journal.lines,
+    }
+
+
+# -- GitHub Copilot CLI (copilot-cli.md §1, §3, §6) ---------------------------------------
+
+
+def gen_copilot(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    text = Text(rng)
+    sid = _uuid(rng)
+    sdir = out / "session-state" / sid
+    log = _Budget(sdir / "events.jsonl", target)
+    ms = BASE_MS
+    parent: str | None = None
+    model = "gpt-5.4"
+    calls = 0
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        nonlocal ms, parent
+        ms += rng.randint(1, 900)
+        eid = _uuid(rng)
+        log.write(
+            _line(
+                {"type": kind, "data": data, "id": eid, "timestamp": _iso(ms), "parentId": parent}
+            )
+        )
+        parent = eid  # a linear chain over persisted events (§3.2)
+
+    emit(
+        "session.start",
+        {
+            "sessionId": sid,
+            "version": 1,
+            "producer": "copilot-agent",
+            "copilotVersion": "1.0.102",
+            "startTime": _iso(ms),
+            "selectedModel": model,
+            "context": {"cwd": CWD},
+        },
+    )
+    first = ""
+    while not log.full:
+        interaction = _uuid(rng)
+        prompt = text(_size(rng, 300, 20_000))
+        first = first or prompt
+        # A user prompt hook, as the CLI persists it when one is configured (§3.3 hook.start/
+        # hook.end); agent-trajectory takes user prompts only from these events.
+        hook = _uuid(rng)
+        emit(
+            "hook.start",
+            {
+                "hookInvocationId": hook,
+                "hookType": "userPromptSubmitted",
+                "input": {"timestamp": ms, "cwd": CWD, "prompt": prompt, "sessionId": sid},
+            },
+        )
+        emit(
+            "hook.end",
+            {"hookInvocationId": hook, "hookType": "userPromptSubmitted", "success": True},
+        )
+        emit(
+            "user.message",
+            {
+                "content": prompt,
+                "transformedContent": f"<current_datetime>{_iso(ms)}</current_datetime>\n\n"
+                + prompt,
+                "messageId": _uuid(rng),
+                "interactionId": interaction,
+            },
+        )
+        turn = 0
+        for _step in range(rng.choice((0, 1, 2, 3, 4))):
+            emit("assistant.turn_start", {"turnId": str(turn), "interactionId": interaction})
+            emit("assistant.reasoning", {"reasoningId": _uuid(rng), "content": text(400)})
+            requests = []
+            for _c in range(rng.choice((1, 1, 2))):
+                calls += 1
+                requests.append(
+                    {
+                        "toolCallId": f"call_{calls:07d}",
+                        "name": rng.choice(("bash", "view", "edit", "grep")),
+                        "arguments": {"command": text(60), "description": text(20)},
+                        "type": "function",
+                    }
+                )
+            emit(
+                "assistant.message",
+                {
+                    "messageId": _uuid(rng),
+                    "content": text(_size(rng, 120, 2_000)) if rng.random() < 0.5 else "",
+                    "toolRequests": requests,
+                    "model": model,
+                    "turnId": str(turn),
+                },
+            )
+            for req in requests:
+                emit(
+                    "tool.execution_start",
+                    {
+                        "toolCallId": req["toolCallId"],
+                        "toolName": req["name"],
+                        "arguments": req["arguments"],
+                        "turnId": str(turn),
+                    },
+                )
+            for req in requests:
+                ok = rng.random() >= 0.1
+                done: dict[str, Any] = {
+                    "toolCallId": req["toolCallId"],
+                    "model": model,
+                    "turnId": str(turn),
+                    "success": ok,
+                }
+                if ok:
+                    done["result"] = {"content": text(_size(rng, 1_500, 200_000))}
+                else:
+                    done["error"] = {"message": text(200), "code": "failure"}
+                emit("tool.execution_complete", done)
+            emit("assistant.turn_end", {"turnId": str(turn)})
+            turn += 1
+        emit("assistant.turn_start", {"turnId": str(turn), "interactionId": interaction})
+        emit(
+            "session.usage_record",
+            {"usage": {"model": model, "inputTokens": rng.randint(100, 90000), "outputTokens": 9}},
+        )
+        emit(
+            "assistant.message",
+            {
+                "messageId": _uuid(rng),
+                "content": text(_size(rng, 600, 20_000)),
+                "toolRequests": [],
+                "model": model,
+                "turnId": str(turn),
+            },
+        )
+        emit("assistant.turn_end", {"turnId": str(turn)})
+    log.close()
+    name = first.splitlines()[0][:60].replace("'", "")
+    (sdir / "workspace.yaml").write_text(
+        f"id: {sid}\ncwd: {CWD}\nclient_name: github/cli\nname: '{name}'\nuser_named: false\n"
+        f"summary_count: 0\ncreated_at: {_iso(BASE_MS)}\nupdated_at: {_iso(ms)}\n",
+        encoding="utf-8",
+    )
+    return {
+        "harness": "copilot",
+        "read_path": str(sdir),
+        "session": sid,
+        "home": str(out),
+        "floor": {"kind": "jsonl", "files": [str(sdir / "events.jsonl")]},
+        "units": log.lines,
+    }
+
+
+# -- fx (fx.md §1-§5) ------------------------------------------------------------------------
+
+
+def _fx_id(rng: random.Random) -> str:
+    return f"{BASE_MS}-{BASE_MS * 1_000_000 + rng.randint(0, 999_999)}-{rng.getrandbits(64):016x}"
+
+
+def gen_fx4(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """Schema 4: ``session.json`` metadata + ``events.jsonl`` frames + ``tool-results/`` (§2-§4)."""
+    text = Text(rng)
+    sid = _fx_id(rng)
+    sdir = out / ".fx" / "sessions" / sid
+    results = sdir / "tool-results"
+    results.mkdir(parents=True, exist_ok=True)
+    log = _Budget(sdir / "events.jsonl", target)
+    ms = BASE_MS
+    seq = 0
+    calls = 0
+    bodies: list[str] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        nonlocal ms, seq
+        ms += rng.randint(1, 900)
+        seq += 1
+        log.write(_line({"schema_version": 3, "seq": seq, "timestamp_ms": ms, "event": event}))
+
+    while not log.full:
+        started = ms
+        emit({"user": {"text": text(_size(rng, 300, 20_000)), "images": [], "work_id": None}})
+        for _step in range(rng.choice((0, 1, 2, 3, 4))):
+            emit(
+                {
+                    "assistant": {
+                        "text": text(_size(rng, 150, 2_000)),
+                        "provider_replay": None,
+                        "standalone_response": False,
+                    }
+                }
+            )
+            calls += 1
+            call_id = f"call_{calls:07d}"
+            tool = rng.choice(("read_file", "shell", "list_files", "edit_file"))
+            emit(
+                {
+                    "tool_call": {
+                        "call_id": call_id,
+                        "tool_name": tool,
+                        "arguments_json": json.dumps({"path": f"src/m{calls % 997}.py"}),
+                        "argument_integrity": "valid",
+                        "provisional_id": None,
+                        "provider_result": None,
+                        "final_identity": "valid",
+                        "provenance": "fx_local",
+                    }
+                }
+            )
+            output = text(_size(rng, 1_500, 200_000)).encode()
+            # result-<tool>-<sha256(call id)[:8]>-<sha256(output)[:8]>.txt (§4)
+            ref = (
+                f"result-{tool}-{hashlib.sha256(call_id.encode()).digest()[:8].hex()}-"
+                f"{hashlib.sha256(output).digest()[:8].hex()}.txt"
+            )
+            (results / ref).write_bytes(output)
+            bodies.append(str(results / ref))
+            log.written += len(output)  # the bodies count toward the session's size
+            failed = rng.random() < 0.1
+            emit(
+                {
+                    "tool_result": {
+                        "call_id": call_id,
+                        "tool_name": tool,
+                        "status": "failure" if failed else "success",
+                        "artifact_ref": ref,
+                        "tool_image_handle": None,
+                        "output_bytes": len(output),
+                        "stored_bytes": len(output),
+                        "completeness": "complete",
+                        "preview": output[:4096].decode("utf-8", "ignore"),
+                        "provider_native": False,
+                        "created_at_ms": ms,
+                        "permission_feedback": [],
+                        "committed_file_presentation": None,
+                        "command_replay_ref": None,
+                        "command_replay_bytes": None,
+                        "command_process_presentation": {"exit_code": 1 if failed else 0}
+                        if tool == "shell"
+                        else None,
+                        "terminal_action_presentation": None,
+                    }
+                }
+            )
+        emit(
+            {
+                "assistant": {
+                    "text": text(_size(rng, 600, 20_000)),
+                    "provider_replay": None,
+                    "standalone_response": True,
+                }
+            }
+        )
+        emit(
+            {
+                "turn_completed": {
+                    "files": [],
+                    "turn_summary": {
+                        "started_at_ms": started,
+                        "completed_at_ms": ms,
+                        "thinking_duration_ms": 100,
+                        "turn_duration_ms": ms - started,
+                        "token_progress": {
+                            "input_tokens": 2600,
+                            "output_tokens": 40,
+                            "input_exact": True,
+                            "output_exact": True,
+                        },
+                    },
+                }
+            }
+        )
+    log.close()
+    meta = {
+        "schema_version": 4,
+        "id": sid,
+        "origin_workspace_root": CWD,
+        "workspace_root": CWD,
+        "created_at_ms": BASE_MS,
+        "updated_at_ms": ms,
+        "conversation_language": "en",
+        "provider": "gateway",
+        "model": "openai/gpt-5",
+        "effort": "auto",
+        "fast_mode": False,
+        "title": "Benchmark session",
+        "subagent_child": False,
+    }
+    (sdir / "session.json").write_bytes(orjson.dumps(meta))
+    return {
+        "harness": "fx",
+        "read_path": str(sdir),
+        "session": sid,
+        "home": str(out),
+        "floor": {
+            "kind": "jsonl",
+            "files": [str(sdir / "events.jsonl")],
+            "json": [str(sdir / "session.json")],
+            "blobs": bodies,
+        },
+        "units": log.lines,
+    }
+
+
+def gen_fx1(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """Schema 1: one monolithic ``session.json`` with ``history`` (§5.1)."""
+    text = Text(rng)
+    sid = _fx_id(rng)
+    sdir = out / ".fx" / "sessions" / sid
+    sdir.mkdir(parents=True, exist_ok=True)
+    history: list[dict[str, Any]] = []
+    size = 0
+    calls = 0
+    ms = BASE_MS
+    while size < target:
+        steps = []
+        for _step in range(rng.choice((0, 1, 2, 3))):
+            calls += 1
+            output = text(_size(rng, 1_500, 200_000))
+            ms += rng.randint(1, 900)
+            call = {
+                "id": f"call_{calls:07d}",
+                "name": "shell",
+                "arguments_json": json.dumps({"command": text(40)}),
+                "provider_result": None,
+            }
+            result = {
+                "tool_call_id": call["id"],
+                "tool_name": "shell",
+                "status": "failure" if rng.random() < 0.1 else "success",
+                "output": output,
+                "output_bytes": len(output.encode()),
+                "stored_output_bytes": len(output.encode()),
+                "truncated": False,
+                "provider_native": False,
+                "created_at_ms": ms,
+            }
+            steps.append({"assistant": text(150), "tool_calls": [call], "tool_results": [result]})
+        item = {
+            "kind": "assistant",
+            "user": {"text": text(_size(rng, 300, 20_000)), "images": []},
+            "assistant": text(_size(rng, 600, 20_000)),
+            "execution": {"tool_steps": steps, "files": []},
+        }
+        history.append(item)
+        size += len(orjson.dumps(item))
+    doc = {
+        "schema_version": 1,
+        "id": sid,
+        "created_at_ms": BASE_MS,
+        "updated_at_ms": ms,
+        "workspace_root": CWD,
+        "conversation_language": "en",
+        "total_input_tokens": 1200,
+        "total_output_tokens": 340,
+        "history_len": len(history),
+        "history": history,
+    }
+    (sdir / "session.json").write_bytes(orjson.dumps(doc))
+    return {
+        "harness": "fx",
+        "read_path": str(sdir),
+        "session": sid,
+        "home": str(out),
+        "floor": {"kind": "json", "files": [str(sdir / "session.json")]},
+        "units": len(history),
+    }
+
+
+# -- Cursor AgentKv store (cursor-agentkv.md §2-§6) ---------------------------------------
+
+
+def gen_cursor(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    from trajconv.codecs.cursor import proto
+
+    text = Text(rng)
+    agent_id = _uuid(rng)
+    path = out / "chats" / hashlib.md5(CWD.encode()).hexdigest() / agent_id / "store.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    # Same pragmas and schema as Cursor (§2).
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = NORMAL")
+    con.execute("PRAGMA user_version = 1")
+    con.execute("CREATE TABLE IF NOT EXISTS blobs (id TEXT PRIMARY KEY, data BLOB)")
+    con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+    written = 0
+    count = 0
+
+    def put(data: bytes) -> bytes:
+        nonlocal written, count
+        blob_id = hashlib.sha256(data).digest()  # content address (§2)
+        con.execute("INSERT OR IGNORE INTO blobs (id, data) VALUES (?, ?)", (blob_id.hex(), data))
+        written += len(data)
+        count += 1
+        return blob_id
+
+    def message(obj: dict[str, Any]) -> bytes:
+        return put(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+
+    cur = {"cursor": {"modelName": "gpt-5"}}
+    ids = [message({"role": "system", "content": "You are a coding agent."})]
+    turns = []
+    calls = 0
+    while written < target * 3 // 4:  # SQLite pages add about a third to the blob bytes
+        request = _uuid(rng)
+        msg_id = _uuid(rng)
+        prompt = text(_size(rng, 300, 20_000))
+        ids.append(
+            message(
+                {
+                    "role": "user",
+                    "id": msg_id,
+                    "content": [{"type": "text", "text": f"<user_query>{prompt}</user_query>"}],
+                    "providerOptions": {"cursor": {"requestId": request}},
+                }
+            )
+        )
+        steps = []
+        for _step in range(rng.choice((0, 1, 2, 3, 4))):
+            calls += 1
+            call_id = f"call_{calls:07d}"
+            ids.append(
+                message(
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "reasoning", "text": text(300), "providerOptions": cur},
+                            {
+                                "type": "tool-call",
+                                "toolCallId": call_id,
+                                "toolName": "read_file",
+                                "args": {"path": f"src/m{calls % 997}.py"},
+                            },
+                        ],
+                        "providerOptions": cur,
+                    }
+                )
+            )
+            failed = rng.random() < 0.1
+            ids.append(
+                message(
+                    {
+                        "role": "tool",
+                        "content": [
+                            {
+                                "type": "tool-result",
+                                "toolCallId": call_id,
+                                "toolName": "read_file",
+                                "result": text(_size(rng, 1_000, 200_000)),
+                            }
+                        ],
+                        "providerOptions": {
+                            "cursor": {"highLevelToolCallResult": {"isError": failed}}
+                        },
+                    }
+                )
+            )
+        answer = text(_size(rng, 600, 20_000))
+        ids.append(
+            message(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": answer}],
+                    "providerOptions": cur,
+                }
+            )
+        )
+        step = proto.new("ConversationStep")
+        step.assistant_message.text = answer
+        steps.append(put(proto.encode(step)))
+        user = proto.new("UserMessage")
+        user.text = prompt
+        user.message_id = msg_id
+        turn = proto.new("ConversationTurnStructure")
+        agent = turn.agent_conversation_turn
+        agent.user_message = put(proto.encode(user))
+        agent.steps.extend(steps)
+        agent.request_id = request
+        agent.user_message_id = msg_id
+        turns.append(put(proto.encode(turn)))
+    root = proto.new("ConversationStateStructure")
+    root.root_prompt_messages_json.extend(ids)
+    root.turns.extend(turns)
+    root.previous_workspace_uris.append("file://" + CWD)
+    root.conversation_started_timestamp_ms = BASE_MS
+    root_id = put(proto.encode(root))
+    meta = {
+        "agentId": agent_id,
+        "latestRootBlobId": root_id.hex(),
+        "name": "Benchmark session",
+        "createdAt": BASE_MS,
+        "mode": "default",
+        "isRunEverything": False,
+        "lastUsedModel": "gpt-5",
+    }
+    value = json.dumps(meta, separators=(",", ":")).encode().hex()  # meta["0"] (§3)
+    con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('0', ?)", (value,))
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    return {
+        "harness": "cursor",
+        "read_path": str(path.parent),
+        "session": agent_id,
+        "home": str(out),
+        "floor": {"kind": "cursor", "db": str(path)},
+        "units": count,
+    }
+
+
+# -- Deep Agents (deepagents.md §3-§5, §9) ------------------------------------------------
+
+
+def gen_deepagents(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """A native-style thread written through LangGraph's own SqliteSaver: a chain of
+    checkpoints, each step's new messages as a ``messages`` write on it (§5). Only the root
+    checkpoint stores the (empty) list; dcode would also store a full snapshot every 50
+    steps, which makes the file grow with the square of the thread, so that is left out
+    (a reader walks back to the root, §5 rule 4)."""
+    try:
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:
+        raise SkipDataset(
+            f"deepagents: {exc.name} is not installed in this environment; "
+            "pip install langgraph-checkpoint-sqlite (or make .tools/venv-langgraph, see run.py) "
+            "to generate Deep Agents threads"
+        ) from None
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    text = Text(rng)
+    thread = _uuid(rng)
+    db = out / ".deepagents" / "sessions.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db, check_same_thread=False)
+    saver = SqliteSaver(con)
+    saver.setup()
+    config: dict[str, Any] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    size = 0
+    count = 0
+    step = 0
+    version = 0
+    messages: list[Any] = []
+    calls = 0
+
+    def checkpoint(new: list[Any]) -> None:
+        nonlocal config, step, version, size, count
+        version += 1
+        cp = empty_checkpoint()
+        # time-ordered (v6 layout): lexicographic order is step order (§3)
+        high = (step + 1) << 80 | 6 << 76 | rng.getrandbits(12) << 64
+        cp["id"] = str(uuid.UUID(int=high | 2 << 62 | rng.getrandbits(62)))
+        cp["ts"] = _iso(BASE_MS + step * 1000).replace("Z", "+00:00")
+        cp["channel_versions"] = {"messages": f"{version:032d}.0.5"}
+        cp["updated_channels"] = ["messages"]
+        if step == 0:
+            cp["channel_values"] = {"messages": list(messages)}
+        meta = {
+            "source": "loop",
+            "step": step,
+            "parents": {},
+            "agent_name": "agent",
+            "updated_at": cp["ts"],
+            "cwd": CWD,
+        }
+        parent = config
+        config = saver.put(parent, cp, meta, {"messages": cp["channel_versions"]["messages"]})
+        if step != 0:
+            saver.put_writes(config, [("messages", new)], task_id=_uuid(rng))
+        size += sum(len(str(m.content)) for m in new)
+        count += len(new)
+        step += 1
+
+    while size < target // 2:  # msgpack framing and SQLite pages about double the text
+        new: list[Any] = [HumanMessage(content=text(_size(rng, 300, 20_000)), id=_uuid(rng))]
+        messages.extend(new)
+        checkpoint(new)
+        for _s in range(rng.choice((0, 1, 2, 3))):
+            calls += 1
+            call_id = f"call_{calls:07d}"
+            ai = AIMessage(
+                content=text(_size(rng, 150, 2_000)),
+                id=f"lc_run--{_uuid(rng)}-0",
+                tool_calls=[{"name": "read_file", "args": {"path": text(20)}, "id": call_id}],
+            )
+            tool = ToolMessage(
+                content=text(_size(rng, 1_500, 200_000)),
+                tool_call_id=call_id,
+                name="read_file",
+                id=_uuid(rng),
+                status="error" if rng.random() < 0.1 else "success",
+            )
+            messages.extend([ai, tool])
+            checkpoint([ai, tool])
+        final = AIMessage(content=text(_size(rng, 600, 20_000)), id=f"lc_run--{_uuid(rng)}-0")
+        messages.append(final)
+        checkpoint([final])
+    con.commit()
+    con.close()
+    return {
+        "harness": "deepagents",
+        "read_path": str(db),
+        "session": thread,
+        "home": str(out / ".deepagents"),
+        "floor": {"kind": "deepagents", "db": str(db), "thread": thread},
+        "units": count,
+    }
+
+
+class SkipDataset(Exception):
+    """A dataset that cannot be generated here (a missing optional library)."""
+
+
+GENERATORS: dict[str, Callable[[Path, int, random.Random], dict[str, Any]]] = {
+    "grok": gen_grok,
+    "copilot": gen_copilot,
+    "fx1": gen_fx1,
+    "fx4": gen_fx4,
+    "cursor": gen_cursor,
+    "deepagents": gen_deepagents,
+}
+
+
+def _du(path: Path) -> int:
+    return sum(
+        p.stat().st_size for p in path.rglob("*") if p.is_file() and p.name != "dataset.json"
+    )
+
+
+def ensure(name: str, size: str, data: Path = DATA) -> dict[str, Any]:
+    """The dataset ``<name>-<size>``, generated unless a matching one is cached."""
+    folder = data / f"{name}-{size}"
+    params = {"generator": GENERATOR_VERSION, "seed": SEED, "name": name, "size": size}
+    marker = folder / "dataset.json"
+    if marker.is_file():
+        cached: dict[str, Any] = json.loads(marker.read_text())
+        if cached.get("params") == params:
+            return cached
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    seed = int.from_bytes(hashlib.sha256(f"{SEED}:{name}:{size}".encode()).digest()[:8], "big")
+    try:
+        info = GENERATORS[name](folder, SIZES[size], random.Random(seed))
+    except SkipDataset:
+        shutil.rmtree(folder)
+        raise
+    info.update(params=params, name=f"{name}-{size}", size_label=size, bytes=_du(folder))
+    marker.write_text(json.dumps(info, indent=2))
+    return info
+
+
+def iter_datasets(
+    names: list[str], sizes: list[str], data: Path = DATA
+) -> Iterator[dict[str, Any] | str]:
+    """Each dataset's description, or a message saying why it was skipped."""
+    for size in sizes:
+        for name in names:
+            try:
+                yield ensure(name, size, data)
+            except SkipDataset as exc:
+                yield str(exc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10MB,100MB", help="comma list of 10MB,100MB,1GB")
+    parser.add_argument("--big", action="store_true", help="also generate the 1 GB datasets")
+    parser.add_argument("--only", default=",".join(HARNESSES), help="comma list of datasets")
+    parser.add_argument("--out", type=Path, default=DATA, help="data folder")
+    args = parser.parse_args(argv)
+    sizes = args.sizes.split(",") + (["1GB"] if args.big and "1GB" not in args.sizes else [])
+    for item in iter_datasets(args.only.split(","), sizes, args.out):
+        if isinstance(item, str):
+            print(f"skipped: {item}", file=sys.stderr)
+        else:
+            print(f"{item['name']:<18} {item['bytes'] / 1024**2:8.1f} MiB  {item['read_path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
