@@ -61,17 +61,22 @@ def _text(snap: Snapshot, i: int) -> str:
 # -- independent unit counts (what conservation checks against) ----------------------------
 
 
+def _n(items: Any) -> int:
+    """Items of a JSON array; anything else holds none."""
+    return len(items) if isinstance(items, list) else 0
+
+
 def _items(turn: Any) -> int:
     """Items of one legacy / schema-3 history turn, counted straight from the JSON."""
     kind = turn.get("kind")
     if kind not in ("assistant", "background_command", "interrupted"):
         return 1
-    n = 1 + len(turn["user"].get("images") or [])
+    n = 1 + _n(turn["user"].get("images"))
     execution = turn.get("execution") or {}
     for step in execution.get("tool_steps") or []:
-        n += (step.get("assistant") is not None) + len(step.get("tool_calls") or [])
-        n += len(step.get("tool_results") or [])
-    n += len(execution.get("files") or [])
+        n += (step.get("assistant") is not None) + _n(step.get("tool_calls"))
+        n += _n(step.get("tool_results"))
+    n += _n(execution.get("files"))
     n += turn.get("assistant") is not None
     n += kind == "background_command"
     if kind == "interrupted":
