@@ -10,10 +10,9 @@ Why this loader cannot be installed from a registry (checked 2026-11-30, exact n
 * the only public source snapshot reachable here is fx 0.0.5 (main @ 4a8f765), which reads
   schemas 1-3 but not schema 4 (it answers ``UnsupportedSessionSchema``), so no fx >= 0.0.8.
 
-What works: fx 0.0.5 built from that snapshot with Zig 0.16.0 from PyPI (``ziglang==0.16.0``,
-``zig build -Doptimize=ReleaseFast``, no other dependency), placed at
-``<tools>/fx/bin/fx`` (or named by ``$FX_BIN``). It lists and shows legacy and ``event_log_v1``
-sessions without credentials or network (``fx sessions --json --all``,
+What works: an fx binary the user provides (fx 0.0.5 was used while building this codec),
+placed at ``<tools>/fx/bin/fx`` (or named by ``$FX_BIN``). It lists and shows legacy and
+``event_log_v1`` sessions without credentials or network (``fx sessions --json --all``,
 ``fx session <id> --json``), which is how the legacy writer's output and the fixtures were
 checked. Every run gets a throw-away HOME holding a copy of the sessions (fx wants ``~/.fx`` and
 its folders private, 0700/0600, and may write locks and caches there).
@@ -37,9 +36,8 @@ PACKAGE = "vercel-labs/fx (built from source; not on npm or PyPI)"
 VERSION = "0.0.5"
 BIN_DIR = "fx"
 INSTALL_HINT = (
-    "fx is not distributed through npm or PyPI; build it from source with Zig 0.16 "
-    "(pip install ziglang==0.16.0; python -m ziglang build -Doptimize=ReleaseFast) and put the "
-    "binary at .tools/fx/bin/fx or name it in FX_BIN"
+    "fx is not distributed through npm or PyPI, so this check needs an fx binary you provide: "
+    "put it at .tools/fx/bin/fx or name it in FX_BIN"
 )
 
 
