@@ -265,28 +265,20 @@ def _lift(state: _State, event: native.Event) -> None:
         )
         return
 
+    # system prompts and injected context -> system; info/warning/error notes -> observation
     if kind == native.SYSTEM_MESSAGE or kind in native.INJECTED_TYPES:
-        text = native.text_of(data.get("content"))
+        role, key = "system", "content"
+    elif kind in native.NOTE_TYPES:
+        role, key = "observation", "message"
+    else:
+        role = ""
+    if role:
+        text = native.text_of(data.get(key))
         if not text:
             state.diag("empty-content", line)
             return
         b.add_text(
-            "system",
-            state.base_id(event),
-            text,
-            time=time,
-            turn=state.turn,
-            evidence=state.evidence(event, 1),
-        )
-        return
-
-    if kind in native.NOTE_TYPES:
-        text = native.text_of(data.get("message"))
-        if not text:
-            state.diag("empty-content", line)
-            return
-        b.add_text(
-            "observation",
+            role,
             state.base_id(event),
             text,
             time=time,
