@@ -80,9 +80,22 @@ def rebuilt(snapshot: Snapshot, count: int) -> Snapshot:
     b = SnapshotBuilder(snapshot.source, snapshot.producer.reader)
     b.session = snapshot.session
     for rec in snapshot.records[:count]:
-        body = rec.model_dump(mode="json")
-        body.pop("hash")
-        b.records().append(body)
+        at = {"time": rec.time, "turn": rec.turn, "evidence": rec.evidence}
+        if rec.kind == "tool-call":
+            b.add_call(rec.id, rec.call.id, rec.call.name, rec.call.arguments, **at)
+        elif rec.kind == "tool-result":
+            r = rec.result
+            b.add_result(
+                rec.id,
+                r.call_id,
+                r.ok,
+                r.output,
+                truncated=r.truncated,
+                exit_code=r.exit_code,
+                **at,
+            )
+        else:
+            b.add_text(rec.kind, rec.id, rec.text, model=getattr(rec, "model", None), **at)
     return b.build()
 
 

@@ -157,9 +157,18 @@ def test_time_from_ms_matches_reference(ms: int) -> None:
 
 
 def _reference_file(snap: Any) -> bytes:
+    """The Snapshot as one dict, each artifact's bytes encoded whole into its ``data``."""
+    import base64
+
     import orjson
 
-    return orjson.dumps(snap.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+    doc = snap.model_dump(mode="json")
+    for art, model in zip(doc["artifacts"], snap.artifacts, strict=True):
+        data = model.read()
+        art["data"] = (
+            base64.b64encode(data).decode() if art["encoding"] == "base64" else data.decode()
+        )
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -190,77 +199,69 @@ def test_streamed_snapshot_file_without_records_or_artifacts() -> None:
     assert io.dumps(snap) == _reference_file(snap)
 
 
-# -- secrets.mentions_secret_key: the fast scan answers like SECRET_KEY.search ---------------
+# -- secrets.strip_json_bytes: member names decide, as the full-text scan did ---------------
 
-_FRAGMENTS = [
-    "api",
-    "key",
-    "KEY",
-    "apikey",
-    "access",
-    "token",
-    "Token",
-    "refresh",
-    "id",
-    "auth",
-    "secret",
-    "passw",
-    "password",
-    "passwd",
-    "authorization",
-    "credential",
-    "encryption",
-    "private",
-    "cookie",
-    "session",
-    "_",
-    "-",
-    "\n",
-    " ",
-    '"',
-    "x",
-    "\u0130",
-    "\u0131",
-    "\u017f",
-    "\u212a",
-    "é",
-    "🚀",
-]
+_KEYS = ["api_key", "apiKey", "name", "TOKEN", "a_token", "tokens", "passwd", "cookie", "x", "é"]
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(st.sampled_from("ak_ tokeny\n\u212a"), max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(_KEYS) | st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=3), max_size=12).map("".join))
-def test_secret_scan_matches_the_regex(text: str) -> None:
+def _reference_strip(data: bytes) -> tuple[bytes, list[str]]:
+    """Parse every document with json and strip it. (The first implementation scanned
+    the text first and so kept a member named just "token": ``^token$`` never matches
+    inside a document.)"""
+    import json
+
     from trajconv.snapshot import secrets
 
-    assert secrets.mentions_secret_key(text) == bool(secrets.SECRET_KEY.search(text))
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return data, []
+    clean, dropped = secrets.strip(value)
+    if not dropped:
+        return data, []
+    return json.dumps(clean, indent=2, ensure_ascii=False).encode(), dropped
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON)
+def test_secret_stripping_matches_the_full_text_scan(value: Any) -> None:
+    import json
+
+    from trajconv.snapshot import secrets
+
+    for data in (
+        json.dumps(value).encode(),
+        json.dumps(value, indent=1, ensure_ascii=False).encode(),
+    ):
+        assert secrets.strip_json_bytes(data) == _reference_strip(data)
 
 
 @pytest.mark.parametrize(
-    "text",
+    "data",
     [
-        "",
-        "token",
-        "x token",
-        "a_token",
-        "a_token\n",
-        "encryption-key",
-        "ENCRYPTION_KEY",
-        "s\u212aey",
+        b"",
+        b"not json token",
+        b'{"a": NaN, "token": 1}',
+        b'{"x": "a token"}',
+        b"\xff\xfe",
+        b"[" * 5000 + b"]" * 5000,
     ],
 )
-def test_secret_scan_examples(text: str) -> None:
+def test_secret_stripping_examples(data: bytes) -> None:
     from trajconv.snapshot import secrets
 
-    assert secrets.mentions_secret_key(text) == bool(secrets.SECRET_KEY.search(text))
-
-
-def test_only_four_non_ascii_characters_fold_to_ascii_letters() -> None:
-    import re
-
-    letters = re.compile("[a-z]", re.IGNORECASE)
-    found = [c for c in range(128, 0x110000) if letters.fullmatch(chr(c))]
-    assert found == [0x130, 0x131, 0x17F, 0x212A]
+    assert secrets.strip_json_bytes(data) == _reference_strip(data)
 
 
 def _reference_iso_ms(moment: datetime) -> str:
@@ -292,3 +293,39 @@ def test_time_from_iso_examples(text: str) -> None:
         assert time_from_iso(text) is None
         return
     assert time_from_iso(text) == _reference_iso_ms(moment)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=8),
+            st.text("0123456789abcdef", min_size=64, max_size=64),
+            st.integers(min_value=0, max_value=2**40),
+        ),
+        max_size=5,
+    ),
+    st.dictionaries(st.text(max_size=6), st.text(max_size=6), max_size=3),
+)
+def test_streamed_snapshot_id_is_the_hash_of_the_whole_document(
+    arts: list[tuple[str, str, int]], session: dict[str, str]
+) -> None:
+    import hashlib
+
+    from trajconv.snapshot import hashing
+
+    artifacts = [{"name": n, "sha256": h, "size": z} for n, h, z in arts]
+    source = {"harness": "grok", "session_id": "s"}
+    whole = hashing.canonical(
+        {
+            "format": "f",
+            "source": source,
+            "session": session,
+            "last": "ab" * 32,
+            "artifacts": artifacts,
+        }
+    )
+    expected = hashing.PREFIX + hashlib.sha256(whole).hexdigest()
+    assert (
+        hashing.snapshot_id("f", source, session, bytes.fromhex("ab" * 32), artifacts) == expected
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 import trajconv
 from tests.helpers import FIXTURES, fingerprint
 from trajconv.codecs import export as export_mod
+from trajconv.codecs.base import ExportFile
 from trajconv.errors import RefusedError
 
 SESSION = (
@@ -111,7 +113,7 @@ def test_existing_out_is_refused(tmp_path: Path) -> None:
     assert (out / "keep.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("fail_at", ["write_bytes", "chmod", "rename"])
+@pytest.mark.parametrize("fail_at", ["mid-file", "chmod", "rename"])
 def test_a_failure_at_any_step_leaves_no_output(tmp_path: Path, monkeypatch, fail_at: str) -> None:
     out = tmp_path / "out"
     calls = {"n": 0}
@@ -120,8 +122,12 @@ def test_a_failure_at_any_step_leaves_no_output(tmp_path: Path, monkeypatch, fai
         calls["n"] += 1
         raise OSError("injected failure")
 
-    if fail_at == "write_bytes":
-        monkeypatch.setattr(Path, "write_bytes", boom)
+    def half_then_boom(self: ExportFile) -> Iterator[bytes]:
+        yield b"half a file"
+        boom()
+
+    if fail_at == "mid-file":  # a streamed file fails after its first piece is written
+        monkeypatch.setattr(ExportFile, "chunks", half_then_boom)
     else:
         monkeypatch.setattr(export_mod.os, fail_at, boom)
     with pytest.raises(OSError, match="injected"):

@@ -36,8 +36,7 @@ def _journal_units(name: str) -> Units:
 
     def units(snap: Snapshot, _victim: Path) -> int:
         art = next((a for a in snap.artifacts if a.name == name), None)
-        data = io.artifact_bytes(art.model_dump(), None) if art else b""
-        return count_units(data or b"")
+        return count_units((art.read() if art else None) or b"")
 
     return units
 

@@ -8,6 +8,7 @@ a codec module imports its reader and writer only when they are used.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -93,11 +94,22 @@ class SessionRef:
 
 @dataclass(frozen=True)
 class ExportFile:
-    """One file of an export, relative to OUT (``home/...`` or a readout)."""
+    """One file of an export, relative to OUT (``home/...`` or a readout).
+
+    ``data`` is the bytes, or a function giving them in pieces: the export writer
+    calls it once and writes each piece as it comes, so a large file is never held.
+    """
 
     path: str
-    data: bytes
+    data: bytes | Callable[[], Iterable[bytes]]
     mode: int = 0o600
+
+    def chunks(self) -> Iterable[bytes]:
+        return (self.data,) if isinstance(self.data, bytes) else self.data()
+
+    def read(self) -> bytes:
+        """All the bytes at once (tests and small files)."""
+        return b"".join(self.chunks())
 
 
 @dataclass
@@ -221,59 +233,72 @@ def safe_component(value: str, what: str, file: str | Path = "<snapshot>") -> st
 CONVERSATIONAL = ("user", "assistant", "reasoning", "tool-call", "tool-result")
 
 
-def pending_calls(snapshot: Snapshot) -> list[str]:
+@dataclass
+class Continuity:
+    """What decides whether a target can continue a Snapshot, found in one pass."""
+
+    pending: list[str] = field(default_factory=list)
     """Record ids of tool calls that no tool-result answers."""
-    answered = {r.result.call_id for r in snapshot.records if r.kind == "tool-result"}
-    return [r.id for r in snapshot.records if r.kind == "tool-call" and r.call.id not in answered]
-
-
-def orphan_results(snapshot: Snapshot) -> list[str]:
-    """Record ids of tool results whose call is not in the Snapshot (before them)."""
-    seen: set[str] = set()
-    orphans = []
-    for r in snapshot.records:
-        if r.kind == "tool-call":
-            seen.add(r.call.id)
-        elif r.kind == "tool-result" and r.result.call_id not in seen:
-            orphans.append(r.id)
-    return orphans
-
-
-def unfinished_turn(snapshot: Snapshot) -> str | None:
+    orphans: list[str] = field(default_factory=list)
+    """Record ids of tool results whose call is not before them."""
+    open_turn: str | None = None
     """The record that leaves the last turn open (no final assistant answer), if any."""
-    for r in reversed(snapshot.records):
-        if r.kind in CONVERSATIONAL:
-            return None if r.kind == "assistant" else r.id
-    return None
+
+
+def continuity(snapshot: Snapshot) -> Continuity:
+    from trajconv.snapshot.spool import record_dicts
+
+    found = Continuity()
+    calls: list[tuple[str, str]] = []  # (call id, record id) of every call
+    seen: set[str] = set()
+    answered: set[str] = set()
+    last: tuple[str, str] | None = None  # kind and id of the last conversational record
+    for r in record_dicts(snapshot.records):  # plain JSON: cheaper than models
+        kind = r["kind"]
+        if kind == "tool-call":
+            calls.append((r["call"]["id"], r["id"]))
+            seen.add(r["call"]["id"])
+        elif kind == "tool-result":
+            answered.add(r["result"]["call_id"])
+            if r["result"]["call_id"] not in seen:
+                found.orphans.append(r["id"])
+        if kind in CONVERSATIONAL:
+            last = (kind, r["id"])
+    found.pending = [rid for cid, rid in calls if cid not in answered]
+    if last is not None and last[0] != "assistant":
+        found.open_turn = last[1]
+    return found
+
+
+def dropped_code(kind: str) -> str:
+    """The diagnostic for a record a lossy write leaves out (see :func:`check_continuable`)."""
+    return "untranslated-pending-call" if kind == "tool-call" else "untranslated-orphan-result"
 
 
 def check_continuable(
-    snapshot: Snapshot, target: str, *, allow_lossy: bool, needs_results: bool = True
+    snapshot: Snapshot, target: str, *, allow_lossy: bool, refuse_pending: bool = True
 ) -> set[str]:
     """Refuse a Snapshot the target cannot continue truthfully, unless ``allow_lossy``.
 
-    Returns the record ids a lossy write leaves out (pending calls and orphan results
-    when the target needs calls and results in pairs).
+    An unfinished last turn and tool results without their call are refused; so are
+    calls without their result when ``refuse_pending`` (targets that need them in
+    pairs). Returns the record ids a lossy write leaves out.
     """
     from trajconv.errors import RefusedError
 
-    drop: set[str] = set()
-    open_turn = unfinished_turn(snapshot)
-    if open_turn is not None and not allow_lossy:
+    found = continuity(snapshot)
+    if found.open_turn is not None and not allow_lossy:
         raise RefusedError(
-            f"refusing to write {target}: the last turn is unfinished at record {open_turn} "
-            "(no final assistant answer); pass --allow-lossy to write it anyway"
+            f"refusing to write {target}: the last turn is unfinished at record "
+            f"{found.open_turn} (no final assistant answer); pass --allow-lossy to write it "
+            "anyway"
         )
-    if needs_results:
-        pending = pending_calls(snapshot)
-        orphans = orphan_results(snapshot)
-        if (pending or orphans) and not allow_lossy:
-            first = (pending or orphans)[0]
-            what = "a tool call without its result" if pending else "a tool result without its call"
-            raise RefusedError(
-                f"refusing to write {target}: record {first} is {what}, which {target} needs "
-                "in pairs; pass --allow-lossy to leave such records out"
-            )
-        drop.update(pending)
-        drop.update(orphans)
-    return drop
+    pending = found.pending if refuse_pending else []
+    if (pending or found.orphans) and not allow_lossy:
+        first = (pending or found.orphans)[0]
+        what = "a tool call without its result" if pending else "a tool result without its call"
+        raise RefusedError(
+            f"refusing to write {target}: record {first} is {what}, which {target} needs "
+            "in pairs; pass --allow-lossy to leave such records out"
+        )
+    return {*pending, *found.orphans}

@@ -29,20 +29,15 @@ def generic_prepare_script() -> str:
     return resources.files("trajconv.codecs").joinpath("prepare_template.py").read_text("utf-8")
 
 
-def _manifest(plan: ExportPlan, files: list[ExportFile]) -> dict[str, Any]:
+def _manifest(plan: ExportPlan, files: list[tuple[ExportFile, str, int]]) -> dict[str, Any]:
     return {
         "format": EXPORT_FORMAT,
         "target": plan.target,
         "session_id": plan.session_id,
         "snapshot_id": plan.snapshot_id,
         "files": [
-            {
-                "path": f.path,
-                "sha256": hashlib.sha256(f.data).hexdigest(),
-                "size": len(f.data),
-                "mode": f"{f.mode:04o}",
-            }
-            for f in files
+            {"path": f.path, "sha256": sha256, "size": size, "mode": f"{f.mode:04o}"}
+            for f, sha256, size in files
         ],
         "dirs": [{"path": p, "mode": f"{m:04o}"} for p, m in sorted(plan.dir_modes.items())],
         "session_paths": plan.session_paths,
@@ -61,6 +56,20 @@ def _check_out(out_dir: Path) -> None:
         raise RefusedError(f"{out_dir} exists and is not an empty folder; refusing to replace it")
 
 
+def _write_file(staging: Path, f: ExportFile) -> tuple[ExportFile, str, int]:
+    """Write one file piece by piece; its sha256 and size for the manifest."""
+    target = staging / f.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sha, size = hashlib.sha256(), 0
+    with target.open("wb") as fh:
+        for chunk in f.chunks():
+            fh.write(chunk)
+            sha.update(chunk)
+            size += len(chunk)
+    os.chmod(target, f.mode)
+    return f, sha.hexdigest(), size
+
+
 def emit(plan: ExportPlan, out_dir: Path) -> Export:
     """Write ``plan`` to ``out_dir`` atomically."""
     out_dir = Path(out_dir)
@@ -68,17 +77,12 @@ def emit(plan: ExportPlan, out_dir: Path) -> Export:
     prepare = ExportFile(
         "prepare.py", (plan.prepare_script or generic_prepare_script()).encode(), 0o755
     )
-    files = [*plan.files, prepare]
-    manifest = _manifest(plan, files)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.parent / f".{out_dir.name}.trajconv-{uuid.uuid4().hex[:12]}"
     try:
         staging.mkdir(mode=0o700)
-        for f in files:
-            target = staging / f.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(f.data)
-            os.chmod(target, f.mode)
+        written = [_write_file(staging, f) for f in [*plan.files, prepare]]
+        manifest = _manifest(plan, written)
         (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
         _check_out(out_dir)
         if out_dir.exists():

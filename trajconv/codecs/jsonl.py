@@ -8,7 +8,7 @@ rest is yielded one object at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.errors import FormatError
 from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.spool import CHUNK
 
 
 def read_bounded(path: Path, limit: int, limits_name: str = "max_session_bytes") -> bytes:
@@ -40,19 +41,71 @@ def iter_objects(
     data: bytes, name: str, diags: Diagnostics, limits: Limits
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for every good line of ``data`` (1-based lines)."""
+    return _objects(_split_lines(data), name, diags, limits)
+
+
+def iter_file_objects(
+    path: Path, name: str, diags: Diagnostics, limits: Limits
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Like :func:`iter_objects` for the file at ``path``, read in chunks (never whole)."""
+    return _objects(_file_lines(path, limits.max_line_bytes), name, diags, limits)
+
+
+def _split_lines(data: bytes) -> Iterator[memoryview]:
+    """Lines of ``data`` without their newline; a final line without newline counts."""
     start = 0
-    number = 0
     end = len(data)
     view = memoryview(data)  # lines are parsed in place, not copied out first
     find = data.find
-    loads = orjson.loads
-    max_line = limits.max_line_bytes
     while start < end:
         nl = find(b"\n", start)
         stop = end if nl < 0 else nl
-        number += 1
-        raw = view[start:stop]
+        yield view[start:stop]
         start = stop + 1
+
+
+def _file_lines(path: Path, max_line: int) -> Iterator[bytes]:
+    """Lines of the file at ``path`` without their newline, as :func:`_split_lines` cuts them.
+
+    The file is read in chunks and split there (faster than a read per line). A line
+    running on past ``max_line`` bytes is yielded as soon as it is known to be too long,
+    so :func:`_objects` refuses it without it being held whole.
+    """
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    with fh:
+        read = fh.read
+        head: list[bytes] = []  # the pieces of a line that runs on into the next chunk
+        held = 0
+        while chunk := read(CHUNK):
+            lines = chunk.split(b"\n")
+            tail = lines.pop()
+            if lines:
+                if head:
+                    head.append(lines[0])
+                    lines[0] = b"".join(head)
+                    head = []
+                    held = 0
+                yield from lines
+            if tail:
+                head.append(tail)
+                held += len(tail)
+                if held > max_line:
+                    yield b"".join(head)
+                    return
+        if head:
+            yield b"".join(head)
+
+
+def _objects(
+    lines: Iterable[bytes | memoryview], name: str, diags: Diagnostics, limits: Limits
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The per-line rules of both iterators, over lines without their newline."""
+    loads = orjson.loads
+    max_line = limits.max_line_bytes
+    for number, raw in enumerate(lines, 1):
         if len(raw) > max_line:
             from trajconv.errors import LimitError
 
@@ -84,3 +137,17 @@ def count_units(data: bytes) -> int:
     if not data:
         return 0
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def count_file_units(path: Path) -> int:
+    """:func:`count_units` of the file at ``path``, read in chunks."""
+    newlines = 0
+    last = b""
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(CHUNK):
+                newlines += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    return newlines + (0 if last in (b"", b"\n") else 1)

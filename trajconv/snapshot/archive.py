@@ -22,7 +22,6 @@ The store knows no codec: it imports only ``trajconv.snapshot`` and
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import io as _io
@@ -34,11 +33,11 @@ import sqlite3
 import sys
 import tarfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Literal
+from typing import IO, Any, BinaryIO, Literal
 
 import orjson
 
@@ -46,7 +45,8 @@ from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
 from trajconv.snapshot import hashing
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.builder import iso_ms
-from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.models import Artifact, Snapshot
+from trajconv.snapshot.spool import Blob
 
 if sys.platform != "win32":
     import fcntl
@@ -202,6 +202,10 @@ def relation_of(previous: Mapping[str, Any] | None, snapshot: Snapshot) -> tuple
     return "diverged", facts_changed
 
 
+def _ok() -> None:
+    """A check that passes (files whose bytes need no digest check)."""
+
+
 def _fsync_dir(path: Path) -> None:
     if sys.platform == "win32":  # pragma: no cover - directories cannot be opened there
         return
@@ -212,41 +216,47 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _stored_document(snapshot: Snapshot) -> tuple[bytes, list[tuple[str, bytes]]]:
-    """The document with artifacts' ``data`` left out, and (sha256, bytes) of each artifact."""
-    doc = snapshot.model_dump(mode="json")
-    blobs: list[tuple[str, bytes]] = []
-    for art in doc["artifacts"]:
-        if art.get("data") is not None:
-            data = snapio.artifact_bytes(art, None)
-            assert data is not None
-            if len(data) != art["size"] or hashlib.sha256(data).hexdigest() != art["sha256"]:
-                raise VerifyError(
-                    f"artifact {art['name']} of {snapshot.id}: bytes do not match sha256/size"
-                )
-            blobs.append((art["sha256"], data))
-        art["data"] = None
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", blobs
+def _artifact_copy(
+    snapshot: Snapshot, art: Artifact
+) -> tuple[Callable[[BinaryIO], object], Callable[[], None]]:
+    """Copy an artifact's Blob in chunks, and a check that the bytes match its digest."""
+    sha = hashlib.sha256()
+    size = 0
+
+    def write(handle: BinaryIO) -> None:
+        nonlocal size
+        for chunk in art.chunks():
+            handle.write(chunk)
+            sha.update(chunk)
+            size += len(chunk)
+
+    def check() -> None:
+        if size != art.size or sha.hexdigest() != art.sha256:
+            raise VerifyError(
+                f"artifact {art.name} of {snapshot.id}: bytes do not match sha256/size"
+            )
+
+    return write, check
 
 
-def hydrate(doc: dict[str, Any], resolve: snapio.ArtifactResolver, name: str) -> dict[str, Any]:
-    """Put each artifact's ``data`` back, encoded as the artifact says (in place)."""
-    for art in doc.get("artifacts", []):
-        if not isinstance(art, dict) or art.get("data") is not None:
-            continue
-        data = resolve(str(art.get("sha256")))
-        if data is None:
-            raise FormatError(name, f"artifact {art.get('name')!r} is not in the store")
-        if art.get("encoding") == "base64":
-            art["data"] = base64.b64encode(data).decode("ascii")
-        else:
-            try:
-                art["data"] = data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise FormatError(
-                    name, f"artifact {art.get('name')!r}: stored bytes are not UTF-8"
-                ) from None
-    return doc
+def store_blob(root: Path, sha256: str) -> Blob | None:
+    """The stored bytes of an artifact, read when used (``None`` when absent)."""
+    if not _HEX.match(sha256):
+        return None
+    path = root / ARTIFACTS / sha256
+    try:
+        return Blob(path=path, size=path.stat().st_size)
+    except FileNotFoundError:
+        return None
+
+
+def _with_stored_artifacts(doc: dict[str, Any], root: Path, name: str) -> Snapshot:
+    """A stored document as a Snapshot whose artifacts read their bytes from ``root``."""
+    snap = snapio.validate_document(doc, name, lambda sha256, _size: store_blob(root, sha256))
+    for art in snap.artifacts:
+        if art.blob is None:
+            raise FormatError(name, f"artifact {art.name!r} is not in the store")
+    return snap
 
 
 class Store:
@@ -278,7 +288,7 @@ class Store:
             for sub in (SNAPSHOTS, ARTIFACTS, TMP):
                 (root / sub).mkdir(mode=0o700, exist_ok=True)
             marker = orjson.dumps({"format": STORE_FORMAT}) + b"\n"
-            cls._atomic_write(root, root / MARKER, marker)
+            cls._atomic_write(root, root / MARKER, lambda handle: handle.write(marker), _ok)
             write = True
         try:
             fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
@@ -330,18 +340,27 @@ class Store:
 
     # -- writing ---------------------------------------------------------------------
     @staticmethod
-    def _atomic_write(root: Path, dest: Path, data: bytes) -> None:
-        """Write ``dest`` via ``tmp/`` + fsync + rename: it is whole or absent."""
+    def _atomic_write(
+        root: Path, dest: Path, write: Callable[[BinaryIO], object], check: Callable[[], None]
+    ) -> int:
+        """Write ``dest`` via ``tmp/`` + fsync + rename: it is whole or absent.
+
+        ``write`` streams the bytes into the handle; ``check`` runs before the rename
+        and raises to abandon the file. Returns the size written.
+        """
         tmpdir = root / TMP
         tmpdir.mkdir(mode=0o700, exist_ok=True)
         tmp = tmpdir / f"{dest.name}.{os.getpid()}.{secrets.token_hex(6)}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                write(handle)
                 handle.flush()
                 os.fsync(handle.fileno())
+                size = handle.tell()
+            check()
             os.replace(tmp, dest)
+            return size
         except BaseException:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -358,24 +377,26 @@ class Store:
         latest = self.latest(harness, session_id)
         previous = self.document(latest.snapshot_id) if latest is not None else None
         relation, facts_changed = relation_of(previous, snapshot)
-        document, blobs = _stored_document(snapshot)
         written = 0
         nbytes = 0
-        for digest, data in blobs:
-            dest = self.root / ARTIFACTS / digest
+        for art in snapshot.artifacts:
+            dest = self.root / ARTIFACTS / art.sha256
             try:
-                if dest.stat().st_size == len(data):
+                if dest.stat().st_size == art.size:
                     continue  # content-addressed: the same digest holds the same bytes
             except FileNotFoundError:
                 pass
-            self._atomic_write(self.root, dest, data)
+            nbytes += self._atomic_write(self.root, dest, *_artifact_copy(snapshot, art))
             written += 1
-            nbytes += len(data)
         doc_path = self.root / SNAPSHOTS / f"{hexid}.json"
         snapshot_written = not doc_path.is_file()
         if snapshot_written:
-            self._atomic_write(self.root, doc_path, document)
-            nbytes += len(document)
+            nbytes += self._atomic_write(
+                self.root,
+                doc_path,
+                lambda handle: snapio.write(snapshot, handle, inline_artifacts=False),
+                _ok,
+            )
         if written or snapshot_written:
             _fsync_dir(self.root / ARTIFACTS)
             _fsync_dir(self.root / SNAPSHOTS)
@@ -469,14 +490,6 @@ class Store:
             found[(harness, sid)] = fp
         return found
 
-    def artifact(self, sha256: str) -> bytes | None:
-        if not _HEX.match(sha256):
-            return None
-        try:
-            return (self.root / ARTIFACTS / sha256).read_bytes()
-        except FileNotFoundError:
-            return None
-
     def document_path(self, snapshot_id: str) -> Path:
         return self.root / SNAPSHOTS / f"{id_hex(snapshot_id)}.json"
 
@@ -495,12 +508,11 @@ class Store:
         ``check`` recomputes its hashes (an archive may have been tampered with).
         """
         name = str(self.document_path(snapshot_id))
-        doc = hydrate(self.document(snapshot_id), self.artifact, name)
-        snap = snapio.validate_document(doc, name)
+        snap = _with_stored_artifacts(self.document(snapshot_id), self.root, name)
         if snap.id != snapshot_id:
             raise VerifyError(f"{name}: holds {snap.id}, not {snapshot_id}")
         if check:
-            report = snapio.verify_document(doc)
+            report = snapio.verify(snap)
             if not report.ok:
                 raise VerifyError(f"{name}: " + "; ".join(report.problems))
         return snap
@@ -579,8 +591,7 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
     if any(isinstance(a, dict) and a.get("data") is None for a in doc.get("artifacts", [])):
         root = find_store(path)
         if root is not None:
-            with Store.open(root) as store:
-                hydrate(doc, store.artifact, str(path))
+            return _with_stored_artifacts(doc, root, str(path))
     return snapio.validate_document(doc, str(path))
 
 

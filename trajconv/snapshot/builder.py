@@ -7,24 +7,28 @@ reader; the builder never invents either.
 
 from __future__ import annotations
 
-import base64
+import codecs
+import contextlib
 import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
 
 from pydantic import JsonValue
 
+from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot import hashing, secrets
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
     FORMAT,
-    Artifact,
     Evidence,
     Producer,
     Session,
     Snapshot,
     Source,
 )
+from trajconv.snapshot.spool import CHUNK, ArtifactEntry, ArtifactLog, Blob, RecordSpool, Spool
 from trajconv.version import __version__
 
 
@@ -72,33 +76,68 @@ def time_from_iso(text: str) -> str | None:
     return iso_ms(moment)
 
 
-def artifact_from_bytes(name: str, media_type: str, data: bytes) -> Artifact:
-    try:
-        text: str = data.decode("utf-8")
-        encoding: Literal["utf8", "base64"] = "utf8"
-    except UnicodeDecodeError:
-        text = base64.b64encode(data).decode("ascii")
-        encoding = "base64"
-    return Artifact(
-        name=name,
-        media_type=media_type,
-        sha256=hashlib.sha256(data).hexdigest(),
-        size=len(data),
-        encoding=encoding,
-        data=text,
-    )
+class ArtifactWriter:
+    """Writes one artifact's bytes into the spool, hashing them as they come."""
+
+    def __init__(self, name: str, fh: BinaryIO) -> None:
+        self.name = name
+        self._fh = fh
+        self._offset = fh.tell()
+        self._sha = hashlib.sha256()
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._is_utf8 = True
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self._fh.write(chunk)
+        self._sha.update(chunk)
+        self.size += len(chunk)
+        if self._is_utf8 and not (chunk.isascii() and not self._utf8.getstate()[0]):
+            view = memoryview(chunk)
+            try:
+                # checked a piece at a time: decoding makes a string of what it is given
+                for start in range(0, len(chunk), CHUNK):
+                    self._utf8.decode(view[start : start + CHUNK])
+            except UnicodeDecodeError:
+                self._is_utf8 = False
+
+    def finish(self, media_type: str, file: int) -> ArtifactEntry:
+        """The artifact's entry; ``file`` is the index of its spool file in the builder."""
+        if self._is_utf8:
+            try:
+                self._utf8.decode(b"", final=True)
+            except UnicodeDecodeError:
+                self._is_utf8 = False
+        encoding: Literal["utf8", "base64"] = "utf8" if self._is_utf8 else "base64"
+        sha256 = self._sha.hexdigest()
+        return (self.name, media_type, sha256, self.size, encoding, file, self._offset)
 
 
 class SnapshotBuilder:
-    """Accumulates one session's records, artifacts and diagnostics."""
+    """Accumulates one session's records, artifacts and diagnostics.
+
+    Records are hashed and spooled to disk as they come, except those a reader
+    still ``hold``s (it may ``amend`` them) and the most recent few; artifact bytes
+    go to the spool too. Memory stays flat however long the session is.
+    """
+
+    _TAIL = 64
 
     def __init__(self, source: Source, reader: str) -> None:
         self.source = source
         self.reader = reader
         self.session = Session(id=source.session_id)
         self.diagnostics = Diagnostics()
-        self._records: list[dict[str, Any]] = []
-        self._artifacts: dict[str, Artifact] = {}
+        self._spool = Spool()
+        self._records = RecordSpool(self._spool)
+        self._digest = b""  # the chain head is computed at the first flush
+        self._head_source: Source | None = None
+        self._tail: list[dict[str, Any]] = []  # records not yet hashed, oldest first
+        self._count = 0
+        self._hold: int | None = None
+        self._artifacts: dict[str, ArtifactEntry] = {}
+        self._files = [self._spool.new_file("artifacts.bin")]  # the pack, then whole files
+        self._pack = self._files[0].open("wb")
 
     # -- records -----------------------------------------------------------------
     def _add(
@@ -110,19 +149,60 @@ class SnapshotBuilder:
         evidence: Evidence,
         body: dict[str, Any],
     ) -> int:
-        seq = len(self._records)
-        self._records.append(
+        seq = self._count
+        self._count += 1
+        # The members in the models' order (hash goes after evidence when spooled), so
+        # a spooled line is the record as the Snapshot file holds it.
+        self._tail.append(
             {
                 "seq": seq,
                 "id": rid,
-                "kind": kind,
                 "time": time,
                 "turn": turn,
+                # Evidence holds only JSON scalars, so its fields are its JSON (and
+                # cheaper to copy than model_dump, once per record).
+                "evidence": dict(evidence.__dict__),
+                "kind": kind,
                 **body,
-                "evidence": evidence.model_dump(mode="json"),
             }
         )
+        if len(self._tail) > 2 * self._TAIL:
+            self._flush(self._count - self._TAIL)
         return seq
+
+    def _flush(self, below: int) -> None:
+        """Hash and spool the records before ``below`` (and before any held record)."""
+        if self._hold is not None:
+            below = min(below, self._hold)
+        if self._head_source is None:
+            # The chain starts from the source (DESIGN §3), which a reader may complete
+            # from the first native event (a harness version); it is fixed from here on.
+            self._head_source = self.source
+            self._digest = hashing.header_digest(FORMAT, self.source.model_dump(mode="json"))
+        keep = 0
+        for rec in self._tail:
+            if rec["seq"] >= below:
+                break
+            self._digest = hashing.record_digest(self._digest, rec)
+            self._records.append(rec, hashing.tag(self._digest))
+            keep += 1
+        del self._tail[:keep]
+
+    def hold(self, seq: int) -> None:
+        """Keep record ``seq`` and all after it amendable until ``release``."""
+        if seq < self._count - len(self._tail):
+            raise ValueError(f"record {seq} is already written")
+        self._hold = seq if self._hold is None else min(self._hold, seq)
+
+    def release(self) -> None:
+        self._hold = None
+
+    def amend(self, seq: int, **fields: Any) -> None:
+        """Change fields of record ``seq``, which must be held or among the last few."""
+        first = self._count - len(self._tail)
+        if seq < first:
+            raise ValueError(f"record {seq} is already written")
+        self._tail[seq - first].update(fields)
 
     def add_text(
         self,
@@ -178,15 +258,14 @@ class SnapshotBuilder:
 
     @property
     def record_count(self) -> int:
-        return len(self._records)
-
-    def records(self) -> list[dict[str, Any]]:
-        """The records added so far, as mutable dicts (for readers that amend the last)."""
-        return self._records
+        return self._count
 
     # -- artifacts ---------------------------------------------------------------
-    def add_artifact(self, name: str, media_type: str, data: bytes) -> Artifact:
-        """Keep a native file's bytes; JSON and YAML lose credential-looking members."""
+    def add_artifact(self, name: str, media_type: str, data: bytes) -> Blob:
+        """Keep a small native file's bytes; JSON and YAML lose credential-looking members.
+
+        Returns the bytes kept (after stripping).
+        """
         dropped: list[str] = []
         if media_type == "application/json":
             data, dropped = secrets.strip_json_bytes(data)
@@ -194,31 +273,60 @@ class SnapshotBuilder:
             data, dropped = secrets.strip_yaml_bytes(data)
         for path in dropped:
             self.diagnostics.add("secret-dropped", f"{name}:{path}")
-        art = artifact_from_bytes(name, media_type, data)
-        self._artifacts[name] = art
-        return art
+        writer = ArtifactWriter(name, self._pack)
+        writer.write(data)
+        self._artifacts[name] = writer.finish(media_type, 0)
+        return Blob.from_bytes(data)
+
+    @contextlib.contextmanager
+    def artifact_writer(self, name: str, media_type: str) -> Iterator[ArtifactWriter]:
+        """Write an artifact in pieces (it is never held whole); kept when the block ends."""
+        path = self._spool.new_file("artifact")
+        with path.open("wb") as fh:
+            writer = ArtifactWriter(name, fh)
+            yield writer
+        self._files.append(path)
+        self._artifacts[name] = writer.finish(media_type, len(self._files) - 1)
+
+    def add_artifact_file(
+        self, name: str, media_type: str, path: Path, limit: int, limit_name: str
+    ) -> Blob:
+        """Copy a native file into the Snapshot in chunks; returns the copy to parse.
+
+        The reader parses the returned copy, not the native file, so the records and
+        the artifact are the same bytes even if the harness appends meanwhile. Over
+        ``limit`` bytes is a LimitError naming ``limit_name``; JSON and YAML files go
+        through :meth:`add_artifact` (their secrets are stripped whole).
+        """
+        try:
+            with path.open("rb") as src, self.artifact_writer(name, media_type) as out:
+                while chunk := src.read(CHUNK):
+                    if out.size + len(chunk) > limit:
+                        raise LimitError(path, limit_name, limit)
+                    out.write(chunk)
+        except OSError as exc:
+            raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+        return Blob(path=self._files[-1], size=out.size, keep=self._spool)
 
     # -- finish ------------------------------------------------------------------
     def build(self) -> Snapshot:
+        self._hold = None
+        self._flush(self._count)
+        self._pack.close()
+        records = self._records.close()
+        if self._head_source != self.source:
+            raise RuntimeError("the reader changed the Snapshot source after records were hashed")
         source = self.source.model_dump(mode="json")
         session = self.session.model_dump(mode="json")
-        digest = hashing.header_digest(FORMAT, source)
-        records = []
-        for rec in self._records:
-            digest = hashing.record_digest(digest, rec)
-            records.append({**rec, "hash": hashing.tag(digest)})
-        artifacts = sorted(self._artifacts.values(), key=lambda a: a.name)
-        art_dicts = [a.model_dump(mode="json") for a in artifacts]
-        sid = hashing.snapshot_id(FORMAT, source, session, digest, art_dicts)
-        return Snapshot.model_validate(
-            {
-                "format": FORMAT,
-                "id": sid,
-                "source": source,
-                "session": session,
-                "records": records,
-                "artifacts": art_dicts,
-                "diagnostics": [d.model_dump(mode="json") for d in self.diagnostics.to_models()],
-                "producer": Producer(version=__version__, reader=self.reader).model_dump(),
-            }
+        artifacts = ArtifactLog(sorted(self._artifacts.values()), self._files, self._spool)
+        self._artifacts = {}
+        sid = hashing.snapshot_id(FORMAT, source, session, self._digest, artifacts.metadata())
+        return Snapshot.model_construct(
+            id=sid,
+            source=self.source,
+            session=Session.model_validate(session),
+            records=records,
+            artifacts=artifacts,
+            diagnostics=tuple(self.diagnostics.to_models()),
+            producer=Producer(version=__version__, reader=self.reader),
         )

@@ -89,6 +89,18 @@ def record_digest(previous: bytes, record: Mapping[str, Any]) -> bytes:
     return digest.digest()
 
 
+def _canonical_entry(entry: dict[str, Any]) -> bytes:
+    """:func:`canonical` of one artifact entry; two strings and a size skip the walk."""
+    name, sha256, size = entry["name"], entry["sha256"], entry["size"]
+    plain = type(name) is str and type(sha256) is str and type(size) is int
+    if plain and 0 <= size <= MAX_SAFE_INTEGER:
+        try:
+            return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass  # a lone surrogate in the name: the reference decides
+    return canonical(entry)
+
+
 def snapshot_id(
     fmt: str,
     source: Mapping[str, Any],
@@ -96,16 +108,22 @@ def snapshot_id(
     last: bytes,
     artifacts: Iterable[Mapping[str, Any]],
 ) -> str:
-    doc = {
-        "format": fmt,
-        "source": dict(source),
-        "session": dict(session),
-        "last": last.hex(),
-        "artifacts": [
-            {"name": a["name"], "sha256": a["sha256"], "size": a["size"]} for a in artifacts
-        ],
-    }
-    return PREFIX + hashlib.sha256(canonical(doc)).hexdigest()
+    """``sha256(JCS({format, source, session, last, artifacts}))``, hashed as it is made.
+
+    JCS sorts the members, so ``artifacts`` comes first: its entries are hashed one at
+    a time (a Cursor Snapshot has one per blob) and then the rest of the object.
+    """
+    digest = hashlib.sha256(b'{"artifacts":[')
+    for i, a in enumerate(artifacts):
+        if i:
+            digest.update(b",")
+        entry = {"name": a["name"], "sha256": a["sha256"], "size": a["size"]}
+        digest.update(_canonical_entry(entry))
+    rest = canonical(
+        {"format": fmt, "source": dict(source), "session": dict(session), "last": last.hex()}
+    )
+    digest.update(b"]," + rest[1:])  # the rest's members after the array, in JCS order
+    return PREFIX + digest.hexdigest()
 
 
 def tag(digest: bytes) -> str:

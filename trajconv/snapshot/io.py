@@ -9,11 +9,12 @@ Schema, then the models.
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
 import hashlib
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,7 +24,8 @@ import orjson
 
 from trajconv.errors import FormatError, VerifyError
 from trajconv.snapshot import hashing
-from trajconv.snapshot.models import FORMAT, Snapshot
+from trajconv.snapshot.models import FORMAT, Artifact, Snapshot
+from trajconv.snapshot.spool import Blob, record_dicts
 
 
 def dumps(snapshot: Snapshot) -> bytes:
@@ -43,23 +45,56 @@ def _nested(value: Any, depth: int) -> bytes:
     return text.replace(b"\n", b"\n" + b"  " * depth) if depth else text
 
 
-def _write_flat(item: dict[str, Any], stream: BinaryIO) -> None:
-    """An object of scalars two levels deep (an artifact), member by member, so its
-    ``data`` is encoded once and not copied again to indent it."""
+_B64_CHUNK = 3 << 18  # a multiple of 3, so chunks encode to pieces that concatenate
+
+
+def _data_pieces(art: Artifact) -> Iterator[bytes]:
+    """The JSON string of an artifact's ``data``, in pieces, from its Blob."""
+    yield b'"'
+    if art.encoding == "base64":
+        pending = b""
+        for chunk in art.chunks():
+            pending += chunk
+            cut = len(pending) - len(pending) % 3
+            if cut >= _B64_CHUNK or cut == len(pending):
+                yield base64.b64encode(pending[:cut])
+                pending = pending[cut:]
+        yield base64.b64encode(pending)
+    else:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        for chunk in art.chunks():
+            # orjson escapes character by character, so the pieces concatenate.
+            yield orjson.dumps(decoder.decode(chunk))[1:-1]
+        yield orjson.dumps(decoder.decode(b"", final=True))[1:-1]
+    yield b'"'
+
+
+def _write_artifact(art: Artifact, stream: BinaryIO, inline: bool) -> None:
+    """An artifact two levels deep, member by member; its ``data`` streamed from its Blob
+    when ``inline``, left out (``null``) when the bytes live beside the document."""
+    item = art.model_dump(mode="json", exclude={"data"})
     for k, (key, value) in enumerate(item.items()):
         stream.write(b"{\n      " if k == 0 else b",\n      ")
         stream.write(orjson.dumps(key))
         stream.write(b": ")
         stream.write(orjson.dumps(value))
-    stream.write(b"\n    }" if item else b"{}")
+    stream.write(b',\n      "data": ')
+    if inline and art.blob is not None:
+        for piece in _data_pieces(art):
+            stream.write(piece)
+    else:
+        stream.write(orjson.dumps(art.data if inline else None))
+    stream.write(b"\n    }")
 
 
-def write(snapshot: Snapshot, stream: BinaryIO) -> None:
-    """Write the Snapshot file's bytes to ``stream``, one record and artifact at a time.
+def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True) -> None:
+    """Write the Snapshot file's bytes to ``stream``, one record and artifact piece at a time.
 
     The bytes are those of ``orjson.dumps(snapshot.model_dump(mode="json"),
-    option=OPT_INDENT_2) + b"\\n"`` (``tests/core/test_canonical.py`` checks it), but
-    the whole document is never held in memory at once, as JSON or as dicts.
+    option=OPT_INDENT_2) + b"\\n"`` with every artifact's bytes as its ``data``
+    (``tests/core/test_canonical.py`` checks it), but neither the document nor a whole
+    artifact is held in memory: records come from the spool, artifacts in chunks.
+    ``inline_artifacts=False`` writes ``data: null`` (an archive store's documents).
     """
     fields = type(snapshot).model_fields
     stream.write(b"{")
@@ -68,15 +103,20 @@ def write(snapshot: Snapshot, stream: BinaryIO) -> None:
         stream.write(orjson.dumps(name))
         stream.write(b": ")
         value = getattr(snapshot, name)
-        if name in ("records", "artifacts", "diagnostics") and value:
+        if name in ("records", "artifacts", "diagnostics") and len(value):
+            items: Iterable[Any] = record_dicts(value) if name == "records" else value
             stream.write(b"[")
-            for j, item in enumerate(value):
+            for j, item in enumerate(items):
                 stream.write(b"\n    " if j == 0 else b",\n    ")
                 if name == "artifacts":
-                    _write_flat(item.model_dump(mode="json"), stream)
+                    _write_artifact(item, stream, inline_artifacts)
+                elif name == "records":
+                    stream.write(_nested(item, 2))
                 else:
                     stream.write(_nested(item.model_dump(mode="json"), 2))
             stream.write(b"\n  ]")
+        elif name in ("records", "artifacts", "diagnostics"):
+            stream.write(b"[]")
         else:
             stream.write(_nested(snapshot.model_dump(mode="json", include={name})[name], 1))
     stream.write(b"\n}\n")
@@ -109,7 +149,9 @@ def parse_document(data: bytes, name: str) -> dict[str, Any]:
     return doc
 
 
-def validate_document(doc: Mapping[str, Any], name: str) -> Snapshot:
+def validate_document(
+    doc: Mapping[str, Any], name: str, resolve: BlobResolver | None = None
+) -> Snapshot:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
@@ -117,7 +159,20 @@ def validate_document(doc: Mapping[str, Any], name: str) -> Snapshot:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top)"
         raise FormatError(name, f"schema: at {where}: {error.message}")
-    return Snapshot.model_validate(doc)
+    return with_blobs(Snapshot.model_validate(doc), resolve)
+
+
+def with_blobs(snapshot: Snapshot, resolve: BlobResolver | None = None) -> Snapshot:
+    """Move each artifact's inline ``data`` into a Blob, or find its bytes with ``resolve``
+    (sha256, size) when they live beside the document."""
+    arts = []
+    for art in snapshot.artifacts:
+        data = artifact_bytes(art.model_dump(mode="json"), None)
+        blob = Blob.from_bytes(data) if data is not None else None
+        if blob is None and resolve is not None:
+            blob = resolve(art.sha256, art.size)
+        arts.append(art.with_blob(blob))
+    return snapshot.model_copy(update={"artifacts": tuple(arts)})
 
 
 def loads(data: bytes, name: str = "<snapshot>") -> Snapshot:
@@ -142,6 +197,7 @@ class VerifyReport:
 
 
 ArtifactResolver = Callable[[str], bytes | None]
+BlobResolver = Callable[[str, int], Blob | None]
 
 
 def artifact_bytes(art: Mapping[str, Any], resolve: ArtifactResolver | None) -> bytes | None:
@@ -153,6 +209,49 @@ def artifact_bytes(art: Mapping[str, Any], resolve: ArtifactResolver | None) -> 
     return str(data).encode("utf-8")
 
 
+def _verify(
+    doc: Mapping[str, Any],
+    records: Iterable[Mapping[str, Any]],
+    artifacts: Iterable[tuple[Mapping[str, Any], Iterable[bytes] | None]],
+) -> VerifyReport:
+    problems: list[str] = []
+    source, session = doc["source"], doc["session"]
+    digest = hashing.header_digest(doc["format"], source)
+    count = 0
+    for i, rec in enumerate(records):
+        count += 1
+        if problems:
+            continue  # count the rest; the first break is the one to name
+        digest = hashing.record_digest(digest, rec)
+        if rec.get("seq") != i:
+            problems.append(f"record {i} ({rec.get('id')}): seq is {rec.get('seq')}, expected {i}")
+        elif rec.get("hash") != hashing.tag(digest):
+            problems.append(f"record {i} ({rec.get('id')}): hash does not match its content")
+    metas = []
+    for art, chunks in artifacts:
+        metas.append(art)
+        if chunks is None:
+            problems.append(f"artifact {art['name']}: bytes not present")
+            continue
+        sha, size = hashlib.sha256(), 0
+        for chunk in chunks:
+            sha.update(chunk)
+            size += len(chunk)
+        if size != art["size"] or sha.hexdigest() != art["sha256"]:
+            problems.append(f"artifact {art['name']}: bytes do not match sha256/size")
+    if not problems:
+        expected = hashing.snapshot_id(doc["format"], source, session, digest, metas)
+        if expected != doc["id"]:
+            problems.append(f"id is {doc['id']}, content gives {expected}")
+    return VerifyReport(
+        ok=not problems,
+        snapshot_id=str(doc["id"]),
+        records=count,
+        artifacts=len(metas),
+        problems=problems,
+    )
+
+
 def verify_document(
     doc: Mapping[str, Any], resolve: ArtifactResolver | None = None
 ) -> VerifyReport:
@@ -160,39 +259,25 @@ def verify_document(
 
     Names the first broken record and every artifact whose bytes do not match.
     """
-    problems: list[str] = []
-    source, session = doc["source"], doc["session"]
-    digest = hashing.header_digest(doc["format"], source)
-    for i, rec in enumerate(doc["records"]):
-        digest = hashing.record_digest(digest, rec)
-        if rec.get("seq") != i:
-            problems.append(f"record {i} ({rec.get('id')}): seq is {rec.get('seq')}, expected {i}")
-            break
-        if rec.get("hash") != hashing.tag(digest):
-            problems.append(f"record {i} ({rec.get('id')}): hash does not match its content")
-            break
-    for art in doc["artifacts"]:
+
+    def chunks(art: Mapping[str, Any]) -> list[bytes] | None:
         data = artifact_bytes(art, resolve)
-        if data is None:
-            problems.append(f"artifact {art['name']}: bytes not present")
-            continue
-        if len(data) != art["size"] or hashlib.sha256(data).hexdigest() != art["sha256"]:
-            problems.append(f"artifact {art['name']}: bytes do not match sha256/size")
-    if not problems:
-        expected = hashing.snapshot_id(doc["format"], source, session, digest, doc["artifacts"])
-        if expected != doc["id"]:
-            problems.append(f"id is {doc['id']}, content gives {expected}")
-    return VerifyReport(
-        ok=not problems,
-        snapshot_id=str(doc["id"]),
-        records=len(doc["records"]),
-        artifacts=len(doc["artifacts"]),
-        problems=problems,
-    )
+        return None if data is None else [data]
+
+    return _verify(doc, doc["records"], ((a, chunks(a)) for a in doc["artifacts"]))
 
 
 def verify(snapshot: Snapshot) -> VerifyReport:
-    return verify_document(snapshot.model_dump(mode="json"))
+    """:func:`verify_document` for a Snapshot in memory, one record and chunk at a time."""
+    head = snapshot.model_dump(mode="json", include={"format", "id", "source", "session"})
+    return _verify(
+        head,
+        record_dicts(snapshot.records),
+        (
+            (a.model_dump(mode="json"), a.chunks() if a.blob is not None else None)
+            for a in snapshot.artifacts
+        ),
+    )
 
 
 def require_valid(snapshot: Snapshot) -> None:

@@ -7,9 +7,12 @@ in ``artifacts`` and ``evidence`` points at it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PlainSerializer, PrivateAttr
+
+from trajconv.snapshot.spool import Blob
 
 FORMAT = "trajconv.snapshot/1"
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -148,12 +151,35 @@ RECORD_KINDS: tuple[str, ...] = (
 class Artifact(_Model):
     """Captured native bytes. ``data`` is absent when the bytes live beside the document."""
 
+    # In memory the bytes are a Blob (``blob``), read in chunks, and ``data`` is None;
+    # the Snapshot file writer encodes them into ``data`` piece by piece.
+
     name: str
     media_type: str
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     size: int = Field(ge=0)
     encoding: Literal["utf8", "base64"]
     data: str | None = None
+    _blob: Blob | None = PrivateAttr(None)
+
+    @property
+    def blob(self) -> Blob | None:
+        return self._blob
+
+    def with_blob(self, blob: Blob | None) -> Artifact:
+        """This artifact without inline ``data``, its bytes in ``blob``."""
+        art = self.model_copy(update={"data": None}) if self.data is not None else self
+        art._blob = blob
+        return art
+
+    def read(self) -> bytes | None:
+        """All the bytes (for small artifacts), or ``None`` when they are not present."""
+        return self._blob.read() if self._blob is not None else None
+
+    def chunks(self) -> Iterator[bytes]:
+        if self._blob is None:
+            raise ValueError(f"artifact {self.name}: bytes not present")
+        return self._blob.chunks()
 
 
 class Diagnostic(_Model):
@@ -175,8 +201,10 @@ class Snapshot(_Model):
     id: Hash
     source: Source
     session: Session
-    records: tuple[Record, ...]
-    artifacts: tuple[Artifact, ...]
+    records: Annotated[Sequence[Record], PlainSerializer(list, return_type=list[Record])]
+    """A tuple when loaded from a document; a spooled RecordLog when built by a reader."""
+    artifacts: Annotated[Sequence[Artifact], PlainSerializer(list, return_type=list[Artifact])]
+    """A tuple when loaded from a document; an ArtifactLog when built by a reader."""
     diagnostics: tuple[Diagnostic, ...]
     producer: Producer
 

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+import orjson
+
 SECRET_KEY = re.compile(
     r"(api[_-]?key|apikey|access[_-]?token|refresh[_-]?token|id[_-]?token|auth[_-]?token|"
     r"^token$|_token$|secret|password|passwd|authorization|credential|encryption[_-]?key|"
@@ -20,37 +22,8 @@ SECRET_KEY = re.compile(
 )
 
 
-# Scanning a whole document with SECRET_KEY is slow (an alternation under IGNORECASE), so
-# ``mentions_secret_key`` answers the same question in two cheaper steps; the test
-# ``tests/core/test_canonical.py`` checks it against ``SECRET_KEY.search``.
-# The only non-ASCII characters IGNORECASE matches to ASCII letters (U+0130, U+0131,
-# U+017F, U+212A):
-_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
-# Without them, a match is ASCII and equals a case-sensitive match in the lower-cased text.
-_LOWER = re.compile(SECRET_KEY.pattern)
-# Every alternative contains one of these, at most _LEAD characters into the match
-# ("encryption_" before "key").
-_LITERALS = ("key", "token", "secret", "passw", "authorization", "credential", "cookie")
-_LEAD = 11
-
-
 def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(key))
-
-
-def mentions_secret_key(text: str) -> bool:
-    """``bool(SECRET_KEY.search(text))``, computed without scanning all of ``text`` with it."""
-    if _FOLDS_TO_ASCII.search(text):
-        return bool(SECRET_KEY.search(text))
-    low = text.lower()
-    for literal in _LITERALS:
-        at = low.find(literal)
-        while at >= 0:
-            for start in range(max(0, at - _LEAD), at + 1):
-                if _LOWER.match(low, start):
-                    return True
-            at = low.find(literal, at + 1)
-    return False
 
 
 def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
@@ -75,14 +48,42 @@ def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
     return value, dropped
 
 
+def has_secret_key(value: Any) -> bool:
+    """Whether a parsed JSON value has a member whose name looks like a credential."""
+    seen: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if key not in seen:
+                    if isinstance(key, str) and is_secret_key(key):
+                        return True
+                    seen.add(key)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def strip_json_bytes(data: bytes) -> tuple[bytes, list[str]]:
     """JSON document bytes without credentials; unchanged bytes when there are none
-    (or when the bytes are not one JSON document)."""
-    if not data or not mentions_secret_key(data.decode("utf-8", "replace")):
+    (or when the bytes are not one JSON document).
+
+    Only members are removed, by name, so a document is parsed (``orjson``, fast) and
+    its member names checked; a long text that merely mentions a token is not scanned.
+    """
+    if not data:
+        return data, []
+    try:
+        found = has_secret_key(orjson.loads(data))
+    except orjson.JSONDecodeError:
+        found = True  # not strict JSON for orjson (NaN, UTF-16, huge integers): let json say
+    if not found:
         return data, []
     try:
         value = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not one JSON document json can hold
         return data, []
     clean, dropped = strip(value)
     if not dropped:

@@ -1,0 +1,151 @@
+"""Snapshots that keep records and artifact bytes on disk (issue 10): same bytes, same hashes."""
+
+from __future__ import annotations
+
+import base64
+import gc
+from pathlib import Path
+
+import orjson
+import pytest
+
+from trajconv.errors import LimitError
+from trajconv.snapshot import io
+from trajconv.snapshot.builder import SnapshotBuilder
+from trajconv.snapshot.models import Evidence, Source
+from trajconv.snapshot.spool import CHUNK, Blob, RecordLog
+
+SOURCE = Source(harness="grok", harness_version=None, session_id="s1", locator="s1")
+
+
+def _builder() -> SnapshotBuilder:
+    return SnapshotBuilder(SOURCE, "test")
+
+
+def _ev(line: int) -> Evidence:
+    return Evidence(artifact="log.jsonl", line=line, native="line")
+
+
+def _reference(snap: object) -> bytes:
+    """The Snapshot file as one dict dumped whole (what io.write must equal)."""
+    doc = snap.model_dump(mode="json")  # type: ignore[attr-defined]
+    for art, model in zip(doc["artifacts"], snap.artifacts, strict=True):  # type: ignore[attr-defined]
+        data = model.read()
+        art["data"] = (
+            base64.b64encode(data).decode() if art["encoding"] == "base64" else data.decode()
+        )
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def test_many_records_spool_and_read_back_in_order() -> None:
+    b = _builder()
+    for i in range(1000):
+        b.add_text(
+            "user" if i % 2 else "assistant",
+            f"r{i}",
+            f"text {i}",
+            time=None,
+            turn=i,
+            evidence=_ev(i + 1),
+        )
+    assert len(b._tail) <= 2 * SnapshotBuilder._TAIL  # older records left memory
+    snap = b.build()
+    assert isinstance(snap.records, RecordLog)
+    assert len(snap.records) == 1000
+    assert [r.seq for r in snap.records] == list(range(1000))
+    assert snap.records[-1].id == "r999" and snap.records[10].id == "r10"
+    assert [r.id for r in reversed(snap.records)][:2] == ["r999", "r998"]
+    assert [r.id for r in snap.records[3:6]] == ["r3", "r4", "r5"]
+    assert tuple(snap.records) == snap.records  # equal to the same records in memory
+    assert io.verify(snap).ok
+    loaded = io.loads(io.dumps(snap))
+    assert not isinstance(loaded.records, RecordLog) and loaded == snap
+
+
+def test_hold_keeps_a_record_amendable_and_amend_refuses_written_ones() -> None:
+    b = _builder()
+    first = b.add_text("user", "u0", "hi", time=None, turn=None, evidence=_ev(1))
+    b.hold(first)
+    for i in range(500):
+        b.add_text("assistant", f"a{i}", "x", time=None, turn=None, evidence=_ev(i + 2))
+    b.amend(first, turn=7)
+    b.release()
+    for i in range(500):
+        b.add_text("assistant", f"b{i}", "y", time=None, turn=None, evidence=_ev(i + 600))
+    with pytest.raises(ValueError, match="already written"):
+        b.amend(first, turn=8)
+    snap = b.build()
+    assert snap.records[0].turn == 7
+    assert io.verify(snap).ok
+
+
+def test_changing_the_source_after_records_were_hashed_is_a_bug() -> None:
+    b = _builder()
+    for i in range(300):
+        b.add_text("user", f"u{i}", "hi", time=None, turn=None, evidence=_ev(i + 1))
+    b.source = SOURCE.model_copy(update={"harness_version": "1.0"})
+    with pytest.raises(RuntimeError, match="source"):
+        b.build()
+
+
+def test_large_artifacts_stream_into_the_file_byte_for_byte(tmp_path: Path) -> None:
+    # A UTF-8 file whose 4-byte characters straddle every chunk boundary, and binary
+    # bytes longer than one base64 piece: the streamed file equals the whole-dict dump.
+    text = ("ab\U0001f600" * (CHUNK // 3)).encode()
+    native = tmp_path / "big.jsonl"
+    native.write_bytes(text)
+    binary = bytes(range(256)) * (CHUNK // 64) + b"\xff\xfe"
+    b = _builder()
+    copy = b.add_artifact_file("big.jsonl", "application/x-ndjson", native, 1 << 30, "max")
+    assert copy.whole_file is not None and copy.whole_file.read_bytes() == text
+    with b.artifact_writer("bin", "application/octet-stream") as w:
+        for start in range(0, len(binary), 1000):
+            w.write(binary[start : start + 1000])
+    b.add_artifact("meta.json", "application/json", b'{"a": 1}')
+    snap = b.build()
+    arts = {a.name: a for a in snap.artifacts}
+    assert arts["big.jsonl"].encoding == "utf8" and arts["bin"].encoding == "base64"
+    assert arts["bin"].read() == binary and arts["meta.json"].read() == b'{"a": 1}'
+    data = io.dumps(snap)
+    assert data == _reference(snap)
+    again = io.loads(data)
+    assert again == snap and io.verify(again).ok
+
+
+def test_add_artifact_file_refuses_a_file_over_the_limit(tmp_path: Path) -> None:
+    native = tmp_path / "log.jsonl"
+    native.write_bytes(b"x" * 100)
+    with pytest.raises(LimitError, match=r"log\.jsonl"):
+        _builder().add_artifact_file("log.jsonl", "application/x-ndjson", native, 99, "max_x")
+
+
+def test_blobs_compare_by_content() -> None:
+    assert Blob.from_bytes(b"abc") == Blob.from_bytes(b"abc")
+    assert Blob.from_bytes(b"abc") != Blob.from_bytes(b"abd")
+
+
+def test_the_spool_folder_goes_when_the_snapshot_does() -> None:
+    b = _builder()
+    b.add_text("user", "u", "hi", time=None, turn=None, evidence=_ev(1))
+    snap = b.build()
+    folder = b._spool.dir
+    assert folder.is_dir()
+    del b, snap
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_pickling_hands_the_spool_over() -> None:
+    # A worker process of `archive --jobs` pickles its Snapshot to the parent.
+    import pickle
+
+    b = _builder()
+    b.add_text("user", "u", "hi", time=None, turn=None, evidence=_ev(1))
+    b.add_artifact("meta.json", "application/json", b"{}")
+    data = pickle.dumps(b.build())
+    del b
+    gc.collect()
+    again = pickle.loads(data)
+    assert [r.text for r in again.records] == ["hi"]
+    assert again.artifacts[0].read() == b"{}"
+    assert io.verify(again).ok

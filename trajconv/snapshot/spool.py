@@ -1,0 +1,338 @@
+"""Where a Snapshot keeps what is too big to hold: its records and its artifact bytes.
+
+A Snapshot built from a native session keeps its records as JSON lines in a
+private temporary folder (a :class:`Spool`) and reads them back one at a time, and
+each artifact's bytes as a :class:`Blob`: a range of a spool file, a file of an
+archive store, or (for a Snapshot loaded from a document) bytes in memory. So a
+reader, a writer and the Snapshot file writer each hold one record and one chunk
+at a time, whatever the size of the session (issue 10).
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+import weakref
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, overload
+
+import orjson
+
+if TYPE_CHECKING:
+    from trajconv.snapshot.models import Artifact, Record
+
+CHUNK = 1 << 20
+
+
+class Spool:
+    """A private temporary folder, removed when nothing refers to it any more."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="trajconv-spool-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
+        self._count = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickling hands the folder over (a worker process sends a Snapshot to its
+        # parent): this side stops owning it, the unpickled Spool removes it later.
+        self._cleanup.detach()
+        return (_adopt, (str(self.dir), self._count))
+
+    def new_file(self, stem: str) -> Path:
+        self._count += 1
+        return self.dir / f"{self._count:06d}-{stem}"
+
+
+def _adopt(folder: str, count: int) -> Spool:
+    spool = Spool.__new__(Spool)
+    spool.dir = Path(folder)
+    spool._cleanup = weakref.finalize(spool, shutil.rmtree, folder, True)
+    spool._count = count
+    return spool
+
+
+class Blob:
+    """The bytes of one artifact, read in chunks; equal to another Blob with equal bytes."""
+
+    __slots__ = ("_data", "_keep", "offset", "path", "size")
+
+    def __init__(
+        self,
+        *,
+        path: Path | None = None,
+        offset: int = 0,
+        size: int,
+        data: bytes | None = None,
+        keep: object = None,
+    ) -> None:
+        self.path = path
+        self.offset = offset
+        self.size = size
+        self._data = data
+        self._keep = keep  # the Spool the file lives in, kept alive with the Blob
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Blob:
+        return cls(size=len(data), data=data)
+
+    @property
+    def whole_file(self) -> Path | None:
+        """The file when the Blob is all of it (so a reader can parse it line by line)."""
+        if self.path is not None and self.offset == 0 and self.path.stat().st_size == self.size:
+            return self.path
+        return None
+
+    def open(self) -> BinaryIO:
+        if self._data is not None:
+            return io.BytesIO(self._data)
+        assert self.path is not None
+        fh = self.path.open("rb")
+        if self.offset == 0 and self.whole_file is not None:
+            return fh
+        with fh:
+            fh.seek(self.offset)
+            return io.BytesIO(fh.read(self.size))
+
+    def chunks(self, size: int = CHUNK) -> Iterator[bytes]:
+        if self._data is not None:
+            for start in range(0, len(self._data), size):
+                yield self._data[start : start + size]
+            return
+        assert self.path is not None
+        left = self.size
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            while left > 0:
+                chunk = fh.read(min(size, left))
+                if not chunk:
+                    raise OSError(f"{self.path}: ends {left} bytes short of the artifact")
+                left -= len(chunk)
+                yield chunk
+
+    def read(self) -> bytes:
+        """All the bytes; for small artifacts (metadata, sidecars)."""
+        if self._data is not None:
+            return self._data
+        return b"".join(self.chunks())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Blob):
+            return NotImplemented
+        if self.size != other.size:
+            return False
+        return all(a == b for a, b in zip(_rechunk(self), _rechunk(other), strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        where = "memory" if self._data is not None else f"{self.path}@{self.offset}"
+        return f"Blob({self.size} bytes in {where})"
+
+
+def _rechunk(blob: Blob, size: int = 1 << 16) -> Iterator[bytes]:
+    """``blob`` in pieces of exactly ``size`` bytes (the last shorter), to compare two."""
+    pending = b""
+    for chunk in blob.chunks():
+        pending += chunk
+        while len(pending) >= size:
+            yield pending[:size]
+            pending = pending[size:]
+    if pending:
+        yield pending
+
+
+def _sequence_eq(self: Sequence[Any], other: object) -> bool:
+    """Equal to any sequence of equal items (a spooled log equals the same items in memory)."""
+    if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+        return False
+    return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+
+def _record_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    from trajconv.snapshot.models import Record
+
+    global _ADAPTER
+    if _ADAPTER is None:
+        _ADAPTER = TypeAdapter(Record)
+    return _ADAPTER
+
+
+_ADAPTER: Any = None
+
+
+class RecordLog(Sequence["Record"]):
+    """A Snapshot's records as JSON lines in a spool file, parsed when used.
+
+    Iterating reads the file front to back; indexing and ``reversed`` seek. Each
+    pass parses again, so writers make one pass where they can.
+    """
+
+    def __init__(self, path: Path, offsets: array[int], keep: object) -> None:
+        self._path = path
+        self._offsets = offsets  # start of each line, then the end of the last
+        self._keep = keep
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def dicts(self) -> Iterator[dict[str, Any]]:
+        """Each record as the JSON object the Snapshot file holds (no model)."""
+        with self._path.open("rb") as fh:
+            for line in fh:
+                value: dict[str, Any] = orjson.loads(line)
+                yield value
+
+    def __iter__(self) -> Iterator[Record]:
+        validate = _record_adapter().validate_json
+        with self._path.open("rb") as fh:
+            for line in fh:
+                yield validate(line)
+
+    def _line(self, fh: BinaryIO, index: int) -> bytes:
+        fh.seek(self._offsets[index])
+        return fh.read(self._offsets[index + 1] - self._offsets[index])
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Record]: ...
+    def __getitem__(self, index: int | slice) -> Record | list[Record]:
+        validate = _record_adapter().validate_json
+        if isinstance(index, slice):
+            with self._path.open("rb") as fh:
+                return [validate(self._line(fh, i)) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        with self._path.open("rb") as fh:
+            record: Record = validate(self._line(fh, index))
+            return record
+
+    def __reversed__(self) -> Iterator[Record]:
+        validate = _record_adapter().validate_json
+        with self._path.open("rb") as fh:
+            for i in range(len(self) - 1, -1, -1):
+                yield validate(self._line(fh, i))
+
+    __eq__ = _sequence_eq
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RecordLog({len(self)} records in {self._path})"
+
+
+ArtifactEntry = tuple[str, str, str, int, Literal["utf8", "base64"], int, int]
+"""An artifact as the builder keeps it: name, media type, sha256, size, encoding, the
+index of its spool file and its offset there (a few hundred bytes, not a model)."""
+
+
+class ArtifactLog(Sequence["Artifact"]):
+    """A built Snapshot's artifacts, sorted by name, made into models when used.
+
+    A Cursor session has one artifact per blob (80,000 at 100 MB); as models they
+    were the largest thing left in memory, so the builder keeps compact entries.
+    """
+
+    def __init__(self, entries: list[ArtifactEntry], paths: list[Path], keep: object) -> None:
+        self._entries = entries
+        self._paths = paths
+        self._keep = keep
+        self._names: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _model(self, entry: ArtifactEntry) -> Artifact:
+        from trajconv.snapshot.models import Artifact
+
+        name, media_type, sha256, size, encoding, file, offset = entry
+        art = Artifact.model_construct(
+            name=name, media_type=media_type, sha256=sha256, size=size, encoding=encoding
+        )
+        art._blob = Blob(path=self._paths[file], offset=offset, size=size, keep=self._keep)
+        return art
+
+    def __iter__(self) -> Iterator[Artifact]:
+        return map(self._model, self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> Artifact: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Artifact]: ...
+    def __getitem__(self, index: int | slice) -> Artifact | list[Artifact]:
+        if isinstance(index, slice):
+            return [self._model(e) for e in self._entries[index]]
+        return self._model(self._entries[index])
+
+    def get(self, name: str) -> Artifact | None:
+        if self._names is None:
+            self._names = {entry[0]: i for i, entry in enumerate(self._entries)}
+        index = self._names.get(name)
+        return None if index is None else self._model(self._entries[index])
+
+    def metadata(self) -> Iterator[dict[str, Any]]:
+        """name, sha256 and size of each artifact (what the Snapshot id hashes), no model."""
+        for name, _media, sha256, size, *_rest in self._entries:
+            yield {"name": name, "sha256": sha256, "size": size}
+
+    __eq__ = _sequence_eq
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ArtifactLog({len(self)} artifacts)"
+
+
+def artifact_lookup(artifacts: Sequence[Artifact]) -> Callable[[str], Artifact | None]:
+    """Find artifacts by name: a built Snapshot's index, or a dict of loaded ones."""
+    if isinstance(artifacts, ArtifactLog):
+        return artifacts.get
+    return {a.name: a for a in artifacts}.get
+
+
+def record_dicts(records: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """Records as the Snapshot file holds them; a spooled log gives them without models."""
+    if isinstance(records, RecordLog):
+        yield from records.dicts()
+    else:
+        for record in records:
+            yield record.model_dump(mode="json")
+
+
+class RecordSpool:
+    """Appends validated records to a spool file; ``close`` gives the RecordLog."""
+
+    def __init__(self, spool: Spool) -> None:
+        self._spool = spool
+        self._path = spool.new_file("records.jsonl")
+        self._fh = self._path.open("wb")
+        self._offsets = array("q", [0])
+        self._validate = _record_adapter().validate_python
+
+    def append(self, record: dict[str, Any], hash_tag: str) -> None:
+        """Spool ``record`` (members in model order, without hash) with its chain hash.
+
+        The record is checked against the models first (the values as they are: no
+        text is copied), so every spooled line is a valid record and readers of the
+        spool (``dicts``) need not validate again.
+        """
+        head = ("seq", "id", "time", "turn", "evidence")
+        ordered = {key: record[key] for key in head}
+        ordered["hash"] = hash_tag
+        ordered.update((k, v) for k, v in record.items() if k not in head)
+        model = self._validate(ordered, strict=True)  # what is stored is what was checked
+        try:
+            line = orjson.dumps(ordered) + b"\n"
+        except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits
+            line = _record_adapter().dump_json(model) + b"\n"
+        self._fh.write(line)
+        self._offsets.append(self._offsets[-1] + len(line))
+
+    def close(self) -> RecordLog:
+        self._fh.close()
+        return RecordLog(self._path, self._offsets, self._spool)
