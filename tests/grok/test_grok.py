@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import jsonschema
@@ -19,7 +20,7 @@ from tests.helpers import (
     merged_projection,
     session_dir,
 )
-from trajconv.codecs.base import orphan_results, pending_calls
+from trajconv.codecs.base import continuity
 from trajconv.codecs.grok import layout
 from trajconv.codecs.jsonl import count_units
 from trajconv.errors import FormatError, RefusedError, UnsafePathError
@@ -113,7 +114,7 @@ def test_rewind_keeps_the_live_branch_and_counts_the_dead_one() -> None:
     assert [r.turn for r in snap.records] == [0, 0, 1, 1]
     assert snap.diagnostic_count("rewound") == 7
     journal = next(a for a in snap.artifacts if a.name == "updates.jsonl")
-    assert "third answer" in journal.data  # the dead branch stays in artifacts
+    assert b"third answer" in journal.read()  # the dead branch stays in artifacts
 
 
 def test_subagent_child_knows_its_parent_and_long_cwd() -> None:
@@ -195,7 +196,8 @@ HOLDS = ("user", "assistant", "reasoning", "tool-call", "tool-result")
 def test_grok_round_trip_keeps_every_record(sdir: Path, tmp_path: Path) -> None:
     snap, export = trajconv.convert("grok", "grok", sdir, tmp_path / "out", allow_lossy=True)
     again = trajconv.read("grok", session_dir(export.out_dir, "home/.grok/sessions/*/*"))
-    drop = set(pending_calls(snap)) | set(orphan_results(snap))
+    found = continuity(snap)
+    drop = set(found.pending) | set(found.orphans)
     kept = snap.model_copy(update={"records": tuple(r for r in snap.records if r.id not in drop)})
     assert merged_projection(again, HOLDS) == merged_projection(kept, HOLDS)
     written = {d.code: d.count for d in export.diagnostics}
@@ -256,3 +258,56 @@ def test_planted_credentials_never_reach_snapshot_or_export(tmp_path: Path) -> N
         if path.is_file():
             assert b"PLANTED-SECRET" not in path.read_bytes(), path
     assert io.verify(snap).ok
+
+
+def test_journal_lines_are_written_byte_for_byte_as_json_writes_them() -> None:
+    from trajconv.codecs.grok.writer import _dumps, _line_bytes
+
+    every_char = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    for value in (
+        {"text": every_char, "n": -(2**63), "m": 2**64 - 1, "ok": True, "none": None},
+        {"big": 2**70, "list": [1, {"a": "b"}]},
+    ):
+        assert _line_bytes(value) == (_dumps(value) + "\n").encode()
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+def test_journal_read_in_small_chunks_reads_the_same(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trajconv.codecs import jsonl
+    from trajconv.codecs.grok import reader
+
+    sdir = next(GROK.glob("rewind/sessions/*/*"))
+    whole = trajconv.read("grok", sdir)
+    monkeypatch.setattr(jsonl, "CHUNK", chunk)  # lines and the marker span chunk ends
+    monkeypatch.setattr(reader, "CHUNK", chunk)
+    assert trajconv.read("grok", sdir).id == whole.id
+
+
+def test_streamed_lines_are_cut_and_counted_like_in_memory_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trajconv.codecs import jsonl
+    from trajconv.codecs.base import Limits
+    from trajconv.errors import LimitError
+    from trajconv.snapshot.diagnostics import Diagnostics
+
+    data = b'{"a":1}\n\n  \n{"a":\n\xff\n[1]\n{"b":"' + b"x" * 40 + b'"}\n{"c":2}'
+    path = tmp_path / "j.jsonl"
+    path.write_bytes(data)
+    monkeypatch.setattr(jsonl, "CHUNK", 3)
+
+    def run(
+        read: Callable[..., Iterator[object]], source: object, limit: int
+    ) -> tuple[object, dict[str, int]]:
+        diags = Diagnostics()
+        try:
+            got: object = list(read(source, "j", diags, Limits(max_line_bytes=limit)))
+        except LimitError as exc:
+            got = str(exc)
+        return got, {d.code: d.count for d in diags.to_models()}
+
+    for limit in (8, 30, 1000):
+        assert run(jsonl.iter_file_objects, path, limit) == run(jsonl.iter_objects, data, limit)
+    assert jsonl.count_file_units(path) == jsonl.count_units(data) == 8

@@ -76,25 +76,22 @@ XAI_KINDS = frozenset(
 COMPACTION_KINDS = frozenset({"compaction_checkpoint"})
 
 
-def envelope(obj: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """``(method, params)`` of a journal line, accepting the legacy bare notification."""
+def unpack(obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """``(params, update, kind)`` of a journal line, accepting the legacy bare notification
+    (the line itself is its params); ``None`` when the line is not a session update."""
     method = obj.get("method")
     params = obj.get("params")
-    if isinstance(method, str) and isinstance(params, dict):
-        return method, params
-    if method is None and isinstance(obj.get("update"), dict):
-        return ACP_METHOD, obj
-    return None
-
-
-def update_kind(params: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    if not (isinstance(method, str) and isinstance(params, dict)):
+        if method is not None or not isinstance(obj.get("update"), dict):
+            return None
+        params = obj
     update = params.get("update")
     if not isinstance(update, dict):
         return None
     kind = update.get("sessionUpdate")
     if not isinstance(kind, str):
         return None
-    return update, kind
+    return params, update, kind
 
 
 def meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ on 1.0.41). Rules implemented here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,17 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.grok import layout, native
-from trajconv.codecs.jsonl import iter_objects, read_bounded
-from trajconv.errors import FormatError
+from trajconv.codecs.jsonl import iter_file_objects, read_bounded
+from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.spool import CHUNK
 
 READER = "grok/1"
 JOURNAL = layout.UPDATES
 SKIP_SUFFIXES = (".lock", ".tmp")
+_CHUNK_ROLES = {native.AGENT_CHUNK: "assistant", native.THOUGHT_CHUNK: "reasoning"}
 
 
 @dataclass
@@ -45,8 +47,8 @@ class _Run:
     turn: int | None
     event_id: str | None
     model: str | None
-    parts: list[str] = field(default_factory=list)
-    units: int = 0
+    parts: list[str]
+    units: int
 
 
 class _Turns:
@@ -92,40 +94,62 @@ class _Turns:
         return None
 
 
-def _time(pmeta: dict[str, Any], obj: dict[str, Any]) -> str | None:
+def _stamp(params: dict[str, Any], obj: dict[str, Any]) -> tuple[str | None, str | None]:
+    """A line's time and ``eventId``, read only for the lines that start a record."""
+    pmeta = native.meta(params)
+    event_id = pmeta.get("eventId")
+    if not isinstance(event_id, str):
+        event_id = None
     ms = pmeta.get("agentTimestampMs")
     if isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0:
-        return time_from_ms(ms)
+        return time_from_ms(ms), event_id
     ts = obj.get("timestamp")
     if isinstance(ts, int | float) and not isinstance(ts, bool) and ts > 0:
         # Wake's fixtures write milliseconds here; Grok writes seconds.
-        return time_from_ms(ts if ts > 10**12 else ts * 1000)
-    return None
+        return time_from_ms(ts if ts > 10**12 else ts * 1000), event_id
+    return None, event_id
 
 
-def _dead_lines(data: bytes) -> list[tuple[int, int]]:
+def _has_marker(path: Path) -> bool:
+    """Whether the journal mentions a rewind marker, scanned in chunks (never whole)."""
+    word = b"rewind_marker"
+    keep = len(word) - 1
+    tail = b""  # the last bytes before ``chunk``, where a word across the cut starts
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            if word in chunk or word in tail + chunk[:keep]:
+                return True
+            tail = (tail + chunk[-keep:])[-keep:]
+    return False
+
+
+def _dead_lines(path: Path, limits: Limits) -> list[tuple[int, int]]:
     """Line ranges removed by rewind markers (pre-pass, only when a marker exists)."""
-    if b"rewind_marker" not in data:
+    if not _has_marker(path):
         return []
     turns = _Turns()
     dead: list[tuple[int, int]] = []
     quiet = Diagnostics()
-    for number, obj in iter_objects(data, JOURNAL, quiet, Limits(max_line_bytes=len(data) + 1)):
-        if any(a <= number <= b for a, b in dead):
-            continue
-        env = native.envelope(obj)
-        uk = native.update_kind(env[1]) if env else None
-        if uk is None:
-            continue
-        update, kind = uk
-        if kind == native.USER_CHUNK and not native.meta(update).get("hostTurn"):
-            turns.user_chunk(number, native.meta(update).get("promptIndex"))
-        elif kind == "rewind_marker":
-            span = turns.rewind(update.get("target_prompt_index"), number)
-            if span:
-                dead.append(span)
-        else:
-            turns.other()
+    try:
+        for number, obj in iter_file_objects(path, JOURNAL, quiet, limits):
+            if any(a <= number <= b for a, b in dead):
+                continue
+            unpacked = native.unpack(obj)
+            if unpacked is None:
+                continue
+            _, update, kind = unpacked
+            if kind == native.USER_CHUNK and not native.meta(update).get("hostTurn"):
+                turns.user_chunk(number, native.meta(update).get("promptIndex"))
+            elif kind == "rewind_marker":
+                span = turns.rewind(update.get("target_prompt_index"), number)
+                if span:
+                    dead.append(span)
+            else:
+                turns.other()
+    except LimitError:
+        # An overlong line: the projection refuses the journal there at the latest, so
+        # markers past it change nothing, and the line is not read whole here either.
+        pass
     return dead
 
 
@@ -166,18 +190,22 @@ class _Projector:
         native_kind: str,
         number: int,
         text: str,
-        stamp: tuple[dict[str, Any], dict[str, Any]],
-        event_id: str | None,
+        params: dict[str, Any],
+        obj: dict[str, Any],
     ) -> None:
-        """Add a chunk to the open run, or start one; a run's time is its first line's
-        (``stamp`` is that line's ``params._meta`` and object, read only then)."""
-        if self.run is None or self.run.kind != kind:
-            self.flush()
-            model = self.model if kind in ("assistant", "reasoning") else None
-            time = _time(*stamp)
-            self.run = _Run(kind, number, native_kind, time, self.turns.current, event_id, model)
-        self.run.parts.append(text)
-        self.run.units += 1
+        """Add a chunk to the open run, or start one; a run's time and event id are its
+        first line's (``params`` and ``obj`` are read only then)."""
+        run = self.run
+        if run is not None and run.kind == kind:
+            run.parts.append(text)
+            run.units += 1
+            return
+        self.flush()
+        model = self.model if kind in ("assistant", "reasoning") else None
+        time, event_id = _stamp(params, obj)
+        self.run = _Run(
+            kind, number, native_kind, time, self.turns.current, event_id, model, [text], 1
+        )
 
     def line(self, number: int, obj: dict[str, Any]) -> None:
         if self.dead and any(a <= number <= b for a, b in self.dead):
@@ -185,36 +213,32 @@ class _Projector:
             self.flush()
             self.d.add("rewound", f"{JOURNAL}:{number}")
             return
-        env = native.envelope(obj)
-        uk = native.update_kind(env[1]) if env else None
-        if env is None or uk is None:
+        unpacked = native.unpack(obj)
+        if unpacked is None:
             self.d.add("invalid-line", f"{JOURNAL}:{number}")
             return
-        params = env[1]
-        update, kind = uk
-        pmeta = native.meta(params)
-        umeta = native.meta(update)
-        event_id = pmeta.get("eventId") if isinstance(pmeta.get("eventId"), str) else None
-        if isinstance(umeta.get("modelId"), str):
+        params, update, kind = unpacked
+        umeta = update.get("_meta")
+        if isinstance(umeta, dict) and isinstance(umeta.get("modelId"), str):
             self.model = umeta["modelId"]
-        if kind == native.USER_CHUNK:
-            self.user_chunk(number, update, umeta, (pmeta, obj), event_id)
-        elif kind in (native.AGENT_CHUNK, native.THOUGHT_CHUNK):
+        role = _CHUNK_ROLES.get(kind)
+        if role is not None:  # most lines: tested first
             self.turns.other()
             text = native.content_text(update.get("content"))
             if text is None:
                 self.d.add("non-text-content", f"{JOURNAL}:{number}", name=kind)
                 return
-            role = "assistant" if kind == native.AGENT_CHUNK else "reasoning"
-            self.text(role, kind, number, text, (pmeta, obj), event_id)
+            self.text(role, kind, number, text, params, obj)
+        elif kind == native.USER_CHUNK:
+            self.user_chunk(number, update, umeta if isinstance(umeta, dict) else {}, params, obj)
         elif kind == native.TOOL_CALL:
             self.turns.other()
             self.flush()
-            self.tool_call(number, update, _time(pmeta, obj), event_id)
+            self.tool_call(number, update, *_stamp(params, obj))
         elif kind == native.TOOL_UPDATE:
             self.turns.other()
             self.flush()
-            self.tool_update(number, update, _time(pmeta, obj), event_id)
+            self.tool_update(number, update, *_stamp(params, obj))
         else:
             self.turns.other()
             self.lifecycle(kind, f"{JOURNAL}:{number}", update)
@@ -224,8 +248,8 @@ class _Projector:
         number: int,
         update: dict[str, Any],
         umeta: dict[str, Any],
-        stamp: tuple[dict[str, Any], dict[str, Any]],
-        event_id: str | None,
+        params: dict[str, Any],
+        obj: dict[str, Any],
     ) -> None:
         place = f"{JOURNAL}:{number}"
         text = native.content_text(update.get("content"))
@@ -236,7 +260,7 @@ class _Projector:
             if text is None:
                 self.d.add("non-text-content", place, name=native.USER_CHUNK)
                 return
-            self.text("system", "user_message_chunk(hostTurn)", number, text, stamp, event_id)
+            self.text("system", "user_message_chunk(hostTurn)", number, text, params, obj)
             self.flush()
             return
         role = self.turns.user_chunk(number, umeta.get("promptIndex"))
@@ -247,9 +271,9 @@ class _Projector:
             return
         if role == "phantom":
             # Unmarked user chunks after marked prompts are runtime echoes (§4.2).
-            self.text("system", "user_message_chunk(unmarked)", number, text, stamp, event_id)
+            self.text("system", "user_message_chunk(unmarked)", number, text, params, obj)
             return
-        self.text("user", native.USER_CHUNK, number, text, stamp, event_id)
+        self.text("user", native.USER_CHUNK, number, text, params, obj)
 
     def tool_call(
         self, number: int, update: dict[str, Any], time: str | None, event_id: str | None
@@ -397,12 +421,13 @@ def _sidecars(sdir: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> No
         size = path.stat().st_size
         budget += size
         limits.check("max_session_bytes", budget, sdir)
-        media = (
-            "application/json"
-            if rel.endswith(".json")
-            else ("application/x-ndjson" if rel.endswith(".jsonl") else "application/octet-stream")
-        )
-        b.add_artifact(rel, media, read_bounded(path, limits.max_session_bytes))
+        if rel.endswith(".json"):
+            # Small, and its secrets are stripped from the whole bytes.
+            data = read_bounded(path, limits.max_session_bytes)
+            b.add_artifact(rel, "application/json", data)
+            continue
+        media = "application/x-ndjson" if rel.endswith(".jsonl") else "application/octet-stream"
+        b.add_artifact_file(rel, media, path, limits.max_session_bytes, "max_session_bytes")
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
@@ -422,9 +447,16 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     journal = sdir / layout.UPDATES
     if not journal.is_file():
         raise FormatError(journal, "missing: a Grok session without updates.jsonl has no history")
-    data = read_bounded(journal, limits.max_session_bytes)
-    b.add_artifact(layout.UPDATES, "application/x-ndjson", data)
-    _sidecars(sdir, b, limits, len(data))
+    blob = b.add_artifact_file(
+        layout.UPDATES,
+        "application/x-ndjson",
+        journal,
+        limits.max_session_bytes,
+        "max_session_bytes",
+    )
+    copy = blob.whole_file
+    assert copy is not None  # add_artifact_file writes a file of its own
+    _sidecars(sdir, b, limits, blob.size)
 
     info = summary.get("info") if isinstance(summary.get("info"), dict) else {}
     assert isinstance(info, dict)
@@ -438,12 +470,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         updated_at=_iso(summary.get("last_active_at")) or _iso(summary.get("updated_at")),
         parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
     )
-    proj = _Projector(b, _dead_lines(data))
-    for number, obj in iter_objects(data, JOURNAL, b.diagnostics, limits):
+    proj = _Projector(b, _dead_lines(copy, limits))
+    for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits):
         proj.line(number, obj)
         limits.check("max_records", b.record_count, journal, number)
     proj.finish()
-    del data  # the artifact holds the journal now; do not keep a second copy while building
     return b.build()
 
 

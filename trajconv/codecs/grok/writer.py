@@ -19,19 +19,43 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, safe_component
+import orjson
+
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    dropped_code,
+    safe_component,
+)
 from trajconv.codecs.grok import layout, native
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.spool import Blob, Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
 
 
 def _dumps(value: Any) -> str:
+    """Any JSON value (tool arguments): orjson would write some floats differently."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _line_bytes(value: Any) -> bytes:
+    """A JSON line of strings, ints and booleans only, as :func:`_dumps` writes it.
+
+    orjson writes such values byte for byte like ``json`` (a test holds it to that),
+    faster; an int past 64 bits, which orjson refuses, goes through ``json``.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return (_dumps(value) + "\n").encode()
 
 
 def _ms(time: str | None) -> int | None:
@@ -50,7 +74,7 @@ def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:grok-session"))
 
 
-def _line(sid: str, method: str, update: dict[str, Any], time: str | None) -> str:
+def _envelope(sid: str, method: str, update: dict[str, Any], time: str | None) -> dict[str, Any]:
     params: dict[str, Any] = {"sessionId": sid, "update": update}
     ms = _ms(time)
     obj: dict[str, Any] = {}
@@ -59,20 +83,29 @@ def _line(sid: str, method: str, update: dict[str, Any], time: str | None) -> st
         params["_meta"] = {"agentTimestampMs": ms}
     obj["method"] = method
     obj["params"] = params
-    return _dumps(obj)
+    return obj
 
 
 class _ChatHistory:
-    """``chat_history.jsonl`` items in Grok's rebuild format, with the user message first."""
+    """``chat_history.jsonl`` items in Grok's rebuild format, with the user message first,
+    written to ``out`` as each item closes (the history is never held)."""
 
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.count = 0
         self.open: dict[str, Any] | None = None
+        self.parts: list[str] = []  # the open assistant item's text, joined when it closes
+
+    def _write(self, item: dict[str, Any]) -> None:
+        self.out.write(_line_bytes(item))
+        self.count += 1
 
     def close(self) -> None:
         if self.open is not None:
-            self.items.append(self.open)
+            self.open["content"] = "".join(self.parts)
+            self._write(self.open)
             self.open = None
+            self.parts = []
 
     def _assistant(self) -> dict[str, Any]:
         if self.open is None:
@@ -81,11 +114,11 @@ class _ChatHistory:
 
     def user(self, text: str) -> None:
         self.close()
-        self.items.append({"type": "user", "content": [{"type": "text", "text": text}]})
+        self._write({"type": "user", "content": [{"type": "text", "text": text}]})
 
     def text(self, text: str) -> None:
-        item = self._assistant()
-        item["content"] += text
+        self._assistant()
+        self.parts.append(text)
 
     def call(self, call_id: str, name: str, arguments: Any) -> None:
         item = self._assistant()
@@ -94,7 +127,12 @@ class _ChatHistory:
 
     def result(self, call_id: str, output: str) -> None:
         self.close()
-        self.items.append({"type": "tool_result", "tool_call_id": call_id, "content": output})
+        self._write({"type": "tool_result", "tool_call_id": call_id, "content": output})
+
+
+def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
+    """The chunks of a file written to ``spool`` (kept alive until the export is written)."""
+    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
 def plan(
@@ -108,85 +146,95 @@ def plan(
     sid = safe_component(session_id(snapshot, diags), "session id")
     group = layout.encode_cwd(workdir)
 
-    lines: list[str] = []
-    chat = _ChatHistory()
+    # One pass over the records (each pass re-parses them): the journal and the history
+    # go to spool files as they are made, and the facts summary.json needs are kept.
+    spool = Spool()
+    updates_path = spool.new_file(layout.UPDATES)
+    chat_path = spool.new_file(layout.CHAT_HISTORY)
+    num_messages = 0
+    first_time: str | None = None
+    last_time: str | None = None
     prompt = -1
     last_text_kind: str | None = None
-    for rec in snapshot.records:
-        if rec.id in drop:
-            diags.add(
-                "untranslated-pending-call"
-                if rec.kind == "tool-call"
-                else "untranslated-orphan-result",
-                rec.id,
+    with updates_path.open("wb") as updates, chat_path.open("wb") as chat_out:
+        chat = _ChatHistory(chat_out)
+        for rec in snapshot.records:
+            if rec.time:
+                first_time = first_time or rec.time
+                last_time = rec.time
+            if rec.id in drop:
+                diags.add(dropped_code(rec.kind), rec.id)
+                continue
+            update: dict[str, Any]
+            if rec.kind == "user":
+                prompt += 1
+                update = {
+                    "sessionUpdate": native.USER_CHUNK,
+                    "content": {"type": "text", "text": rec.text},
+                    "_meta": {"promptIndex": prompt},
+                }
+                chat.user(rec.text)
+            elif rec.kind == "assistant":
+                update = {
+                    "sessionUpdate": native.AGENT_CHUNK,
+                    "content": {"type": "text", "text": rec.text},
+                }
+                chat.text(rec.text)
+            elif rec.kind == "reasoning":
+                # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
+                update = {
+                    "sessionUpdate": native.THOUGHT_CHUNK,
+                    "content": {"type": "text", "text": rec.text},
+                }
+            elif rec.kind == "tool-call":
+                update = {
+                    "sessionUpdate": native.TOOL_CALL,
+                    "toolCallId": rec.call.id,
+                    "title": rec.call.name,
+                    "rawInput": rec.call.arguments,
+                }
+                chat.call(rec.call.id, rec.call.name, rec.call.arguments)
+            elif rec.kind == "tool-result":
+                res = rec.result
+                if res.ok is None:
+                    diags.add("tool-status-assumed", rec.id)
+                update = {
+                    "sessionUpdate": native.TOOL_UPDATE,
+                    "toolCallId": res.call_id,
+                    "status": "failed" if res.ok is False else "completed",
+                    "content": [
+                        {"type": "content", "content": {"type": "text", "text": res.output}}
+                    ],
+                }
+                raw: dict[str, Any] = {}
+                if res.exit_code is not None:
+                    raw["exit_code"] = res.exit_code
+                if res.truncated:
+                    raw["truncated"] = True
+                if raw:
+                    update["rawOutput"] = raw
+                chat.result(res.call_id, res.output)
+            else:
+                diags.add(f"untranslated-{rec.kind}", rec.id)
+                continue
+            if rec.kind in ("assistant", "reasoning") and rec.kind == last_text_kind:
+                # Grok's chunks carry no message boundary: a reader joins the run (§4.2).
+                diags.add("untranslated-message-boundary", rec.id)
+            last_text_kind = rec.kind if rec.kind in ("user", "assistant", "reasoning") else None
+            line = _envelope(sid, native.ACP_METHOD, update, rec.time)
+            updates.write(
+                (_dumps(line) + "\n").encode() if rec.kind == "tool-call" else _line_bytes(line)
             )
-            continue
-        update: dict[str, Any]
-        if rec.kind == "user":
-            prompt += 1
-            update = {
-                "sessionUpdate": native.USER_CHUNK,
-                "content": {"type": "text", "text": rec.text},
-                "_meta": {"promptIndex": prompt},
-            }
-            chat.user(rec.text)
-        elif rec.kind == "assistant":
-            update = {
-                "sessionUpdate": native.AGENT_CHUNK,
-                "content": {"type": "text", "text": rec.text},
-            }
-            chat.text(rec.text)
-        elif rec.kind == "reasoning":
-            # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
-            update = {
-                "sessionUpdate": native.THOUGHT_CHUNK,
-                "content": {"type": "text", "text": rec.text},
-            }
-        elif rec.kind == "tool-call":
-            update = {
-                "sessionUpdate": native.TOOL_CALL,
-                "toolCallId": rec.call.id,
-                "title": rec.call.name,
-                "rawInput": rec.call.arguments,
-            }
-            chat.call(rec.call.id, rec.call.name, rec.call.arguments)
-        elif rec.kind == "tool-result":
-            res = rec.result
-            if res.ok is None:
-                diags.add("tool-status-assumed", rec.id)
-            update = {
-                "sessionUpdate": native.TOOL_UPDATE,
-                "toolCallId": res.call_id,
-                "status": "failed" if res.ok is False else "completed",
-                "content": [{"type": "content", "content": {"type": "text", "text": res.output}}],
-            }
-            raw: dict[str, Any] = {}
-            if res.exit_code is not None:
-                raw["exit_code"] = res.exit_code
-            if res.truncated:
-                raw["truncated"] = True
-            if raw:
-                update["rawOutput"] = raw
-            chat.result(res.call_id, res.output)
-        else:
-            diags.add(f"untranslated-{rec.kind}", rec.id)
-            continue
-        if rec.kind in ("assistant", "reasoning") and rec.kind == last_text_kind:
-            # Grok's chunks carry no message boundary: a reader joins the run (§4.2).
-            diags.add("untranslated-message-boundary", rec.id)
-        last_text_kind = rec.kind if rec.kind in ("user", "assistant", "reasoning") else None
-        method = native.ACP_METHOD
-        lines.append(_line(sid, method, update, rec.time))
-    chat.close()
+            num_messages += 1
+        chat.close()
 
     session = snapshot.session
     if session.model is None:
         diags.add("untranslated-model", "current_model_id")
     if session.title is None:
         diags.add("title-missing", "summary.json")
-    times = [r.time for r in snapshot.records if r.time]
-    created = session.created_at or (times[0] if times else None)
-    updated = session.updated_at or (times[-1] if times else None) or created
+    created = session.created_at or first_time
+    updated = session.updated_at or last_time or created
     if created is None:
         diags.add("timestamps-synthesized", "summary.json created_at/updated_at")
     summary: dict[str, Any] = {
@@ -194,8 +242,8 @@ def plan(
         "session_summary": session.title or "",
         "created_at": created or EPOCH,
         "updated_at": updated or EPOCH,
-        "num_messages": len(lines),
-        "num_chat_messages": len(chat.items),
+        "num_messages": num_messages,
+        "num_chat_messages": chat.count,
         "current_model_id": session.model or "",
         "next_trace_turn": prompt + 1,
         "chat_format_version": 1,
@@ -208,11 +256,8 @@ def plan(
 
     base = f"home/.grok/{layout.SESSIONS}/{group}/{sid}"
     files = [
-        ExportFile(f"{base}/{layout.UPDATES}", "".join(line + "\n" for line in lines).encode()),
-        ExportFile(
-            f"{base}/{layout.CHAT_HISTORY}",
-            "".join(_dumps(item) + "\n" for item in chat.items).encode(),
-        ),
+        ExportFile(f"{base}/{layout.UPDATES}", _spooled(updates_path, spool)),
+        ExportFile(f"{base}/{layout.CHAT_HISTORY}", _spooled(chat_path, spool)),
     ]
     if layout.needs_cwd_file(group):
         files.append(
