@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+import uuid
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,10 @@ from tests.copilot.support import (
 )
 from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
 from trajconv.codecs import registry
-from trajconv.codecs.copilot import CODEC, layout, native
+from trajconv.codecs.base import Limits
+from trajconv.codecs.copilot import CODEC, layout, native, writer
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError, RefusedError, UnsafePathError
+from trajconv.errors import FormatError, LimitError, RefusedError, UnsafePathError
 from trajconv.parity import DROP_CODES
 from trajconv.snapshot import io
 from trajconv.snapshot.models import Snapshot
@@ -225,12 +227,57 @@ def test_hostile_session_ids_are_rejected(bad: str) -> None:
         read(COPILOT / "multi-turn", session=bad)
 
 
-def test_empty_journal_is_a_format_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", ["", "\n \t\r\n", "\x0b\x0c"])
+def test_empty_journal_is_a_format_error(text: str, tmp_path: Path) -> None:
     sdir = tmp_path / "session-state" / "11111111-1111-4111-8111-111111111111"
     sdir.mkdir(parents=True)
-    (sdir / "events.jsonl").write_text("")
+    (sdir / "events.jsonl").write_text(text)
     with pytest.raises(FormatError, match=r"session\.start"):
         read(sdir)
+
+
+def _long_session(sdir: Path, pairs: int) -> int:
+    """A journal of ``pairs`` user/assistant exchanges after session.start; its line count."""
+    lines = (sdir / "events.jsonl").read_text().splitlines()[:1]  # session.start
+    prev = json.loads(lines[0])["id"]
+    for n in range(pairs):
+        for kind, data in [
+            ("user.message", {"content": f"question {n} " + "{[" * 100}),
+            ("assistant.turn_start", {"turnId": str(n)}),
+            ("assistant.message", {"messageId": f"m{n}", "content": f"answer {n}"}),
+        ]:
+            eid = f"e-{n}-{kind}"
+            event = {"type": kind, "data": data, "id": eid, "parentId": prev}
+            lines.append(json.dumps({**event, "timestamp": "2026-09-01T09:00:00.000Z"}))
+            prev = eid
+    (sdir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    return len(lines)
+
+
+def test_a_long_journal_is_read_a_line_at_a_time(tmp_path: Path) -> None:
+    sdir = _copy("multi-turn", tmp_path)
+    units = _long_session(sdir, 300)  # far more records than the builder keeps in memory
+    snap = read(sdir)
+    assert snap.source.harness_version == "1.0.102"  # set before the first records are hashed
+    assert len(snap.records) == 600 and snap.records[-1].text == "answer 299"
+    assert [r.turn for r in snap.records[:4]] == [0, 0, 1, 1]
+    assert snap.diagnostic_count("chain-break") == 0
+    conservation(snap, units)
+    assert io.dumps(read(sdir)) == io.dumps(snap)
+
+
+def test_limits_name_the_journal_and_line(tmp_path: Path) -> None:
+    sdir = _copy("multi-turn", tmp_path)
+    _long_session(sdir, 3)  # user lines carry 200 brackets in a string, nesting 3 deep
+    assert len(read(sdir, limits=Limits(max_json_depth=4)).records) == 6
+    with pytest.raises(LimitError, match="max_json_depth") as deep:
+        read(sdir, limits=Limits(max_json_depth=2))
+    assert deep.value.line == 1 and str(sdir / "events.jsonl") in str(deep.value)
+    with pytest.raises(LimitError, match="max_line_bytes") as long:
+        read(sdir, limits=Limits(max_line_bytes=300))
+    assert long.value.line == 1
+    with pytest.raises(LimitError, match="max_records"):
+        read(sdir, limits=Limits(max_records=5))
 
 
 def test_default_home_honours_copilot_home(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,6 +374,49 @@ def test_writer_needs_a_cwd_and_derives_ids_for_non_uuid_sessions(tmp_path: Path
     assert export.session_id != "not-a-uuid" and layout.is_uuid(export.session_id)
     ws = native.parse_workspace((exported_session(export) / "workspace.yaml").read_text())
     assert ws.get("cwd") == "/elsewhere" and ws.get("id") == export.session_id
+
+
+def test_untimed_first_records_take_the_first_record_time(tmp_path: Path) -> None:
+    data = json.loads(io.dumps(read(COPILOT / "imported")))
+    data["session"]["created_at"] = None
+    for rec in data["records"][:2]:
+        rec["time"] = None
+    first_time = data["records"][2]["time"]
+    export = write(Snapshot.model_validate(data), tmp_path / "out")
+    lines = (exported_session(export) / "events.jsonl").read_text().splitlines()
+    start, user = json.loads(lines[0]), json.loads(lines[1])
+    assert start["data"]["startTime"] == start["timestamp"] == user["timestamp"] == first_time
+    assert ("timestamps-synthesized", 2) in [(d.code, d.count) for d in export.diagnostics]
+
+
+def test_the_journal_is_planned_as_pieces() -> None:
+    plan = CODEC.plan(read(COPILOT / "multi-turn"))
+    events = next(f for f in plan.files if f.path.endswith("/events.jsonl"))
+    assert callable(events.data)  # written as it comes, never held whole
+    assert events.read().startswith(b'{"type":"session.start"')
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"x": 1e-07}, {"x": [float("nan"), float("inf")]}, {"n": 2**70}, {"s": "a\ud800"}, 1.0],
+)
+def test_lines_are_the_json_module_text_whatever_the_arguments(arguments: object) -> None:
+    data = {"toolRequests": [{"arguments": arguments, "text": "é\u2028\x01"}]}
+    line = native.event_line("k", data, "id", "t", None, (arguments,))
+    obj = {"type": "k", "data": data, "id": "id", "timestamp": "t", "parentId": None}
+    try:
+        expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        expected = json.dumps(obj, separators=(",", ":")).encode()
+    assert line == expected + b"\n"
+    assert native.event_line("k", data, "id", "t", None) == line  # all of data is looked at
+
+
+def test_derived_ids_are_uuid5() -> None:
+    derive = writer._Uuid5("trajconv:sha256:ab:copilot:")
+    for name in ("event:0", "message:12", "é:7"):
+        expected = uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:sha256:ab:copilot:{name}")
+        assert derive(name) == str(expected)
 
 
 @pytest.mark.parametrize(

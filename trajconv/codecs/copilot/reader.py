@@ -62,7 +62,6 @@ class _State:
         self.file = file
         self.seen_ids: set[str] = set()
         self.prev_id: str | None = None
-        self.first = True
         self.turn: int | None = None
         self.turn_starts = 0
         self.pending_user: list[int] = []
@@ -71,10 +70,25 @@ class _State:
         self.model: str | None = None
         self.first_model: str | None = None
         self.start: dict[str, Any] = {}
+        self.named: dict[tuple[str, str], list[int]] = {}  # (code, name) -> [count, first line]
 
     # -- helpers -----------------------------------------------------------------------
     def diag(self, code: str, line: int, name: str | None = None) -> None:
-        self.b.diagnostics.add(code, f"{self.artifact}:{line}", name=name)
+        if name is None:
+            self.b.diagnostics.add(code, f"{self.artifact}:{line}")
+            return
+        # Most lines of a long session are lifecycle events. A diagnostic sampled by name
+        # shows names and counts, not lines, so it is tallied here and added once per name,
+        # in the order the names first came (which keeps the same names).
+        tally = self.named.get((code, name))
+        if tally is None:
+            self.named[code, name] = [1, line]
+        else:
+            tally[0] += 1
+
+    def add_named(self) -> None:
+        for (code, name), (count, line) in self.named.items():
+            self.b.diagnostics.add(code, f"{self.artifact}:{line}", count=count, name=name)
 
     def base_id(self, event: native.Event) -> str:
         eid = event.id
@@ -95,12 +109,13 @@ class _State:
             units=units,
         )
 
-    def check_records(self) -> None:
-        self.limits.check("max_records", self.b.record_count, self.file)
-
 
 def _event_time(event: native.Event) -> str | None:
     return time_from_iso(event.timestamp) if event.timestamp else None
+
+
+#: lifecycle types with nothing to note: most lines of a long session are these
+_DROPPED = native.LIFECYCLE_TYPES - {native.SESSION_START, native.MODEL_CHANGE, native.TURN_START}
 
 
 def _lift(state: _State, event: native.Event) -> None:
@@ -108,16 +123,20 @@ def _lift(state: _State, event: native.Event) -> None:
     b = state.b
     data = event.data
     kind = event.type
-    time = _event_time(event)
     line = event.line
 
-    if event.ephemeral:
+    if event.ephemeral or kind in _DROPPED:
         state.diag("lifecycle-dropped", line, kind)
         return
 
     if kind == native.SESSION_START:
         if not state.start:
             state.start = data
+            # The Snapshot's hash chain starts from its source, so the version is set before
+            # any record is spooled: session.start is the journal's first line (spec §3.1).
+            b.source = b.source.model_copy(
+                update={"harness_version": _pick(data.get("copilotVersion"))}
+            )
             model = native.text_of(data.get("selectedModel"))
             if model:
                 state.model = model
@@ -134,13 +153,14 @@ def _lift(state: _State, event: native.Event) -> None:
     if kind == native.TURN_START:
         state.turn = state.turn_starts
         state.turn_starts += 1
-        records = b.records()
         for seq in state.pending_user:
-            records[seq]["turn"] = state.turn
+            b.amend(seq, turn=state.turn)
         state.pending_user.clear()
+        b.release()
         state.diag("lifecycle-dropped", line, kind)
         return
 
+    time = _event_time(event)  # every event from here on may become records
     if kind == native.USER_MESSAGE:
         text = native.text_of(data.get("content"))
         if text is None:
@@ -154,6 +174,8 @@ def _lift(state: _State, event: native.Event) -> None:
             turn=None,
             evidence=state.evidence(event, 1),
         )
+        if not state.pending_user:
+            b.hold(seq)  # its turn is known only at the next turn start
         state.pending_user.append(seq)
         return
 
@@ -290,52 +312,57 @@ def _lift(state: _State, event: native.Event) -> None:
     if kind == native.COMPACTION_COMPLETE:
         state.diag("compaction-state", line, kind)
         return
-    if kind in native.LIFECYCLE_TYPES:
-        state.diag("lifecycle-dropped", line, kind)
-        return
     state.diag("unknown-kind", line, kind)
 
 
-def _read_events(state: _State, data: bytes) -> None:
-    start = 0
-    number = 0
-    end = len(data)
+def _read_events(state: _State, events: Path) -> None:
+    """Parse the spooled copy of ``events.jsonl`` one line at a time."""
     limits = state.limits
-    while start < end:
-        nl = data.find(b"\n", start)
-        stop = end if nl < 0 else nl
-        number += 1
-        raw = data[start:stop]
-        start = stop + 1
-        if len(raw) > limits.max_line_bytes:
-            raise LimitError(state.file, "max_line_bytes", limits.max_line_bytes, line=number)
-        # The CLI skips empty, whitespace-only and NUL-only lines (spec §5).
-        if not raw.strip(b" \t\r\x00"):
-            state.diag("blank-line", number)
-            continue
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            # Only an unterminated last line is a torn write; anything else is invalid.
-            state.diag("torn-line" if nl < 0 else "invalid-line", number)
-            continue
-        except RecursionError:
-            raise LimitError(
-                state.file, "max_json_depth", limits.max_json_depth, line=number
-            ) from None
-        if not json_depth_ok(value, limits.max_json_depth):
-            raise LimitError(state.file, "max_json_depth", limits.max_json_depth, line=number)
-        event = native.parse_event(value, number)
-        if event is None:
-            state.diag("invalid-line", number)
-            continue
-        if not event.ephemeral:
-            # parentId chains the persisted events linearly (spec §3.2).
-            if not event.has_parent or event.parent_id != state.prev_id:
-                state.b.diagnostics.add("chain-break", f"{state.artifact}:{number}")
-            state.prev_id = event.id
-        _lift(state, event)
-        state.check_records()
+    max_line = limits.max_line_bytes
+    max_depth = limits.max_json_depth
+    max_records = limits.max_records
+    b = state.b
+    loads = orjson.loads
+    number = 0
+    with events.open("rb") as fh:
+        readline = fh.readline
+        # at most max_line + 1 bytes, so an overlong line is refused without being held
+        while raw := readline(max_line + 1):
+            number += 1
+            terminated = raw.endswith(b"\n")
+            if len(raw) - terminated > max_line:
+                raise LimitError(state.file, "max_line_bytes", max_line, line=number)
+            try:
+                value = loads(raw)  # the newline is JSON whitespace
+            except orjson.JSONDecodeError:
+                # A blank line never parses, so it is told apart here, off the hot path.
+                # The CLI skips empty, whitespace-only and NUL-only lines (spec §5).
+                if not raw.strip(b" \t\r\n\x00"):
+                    state.diag("blank-line", number)
+                else:
+                    # Only an unterminated last line is a torn write; anything else is invalid.
+                    state.diag("invalid-line" if terminated else "torn-line", number)
+                continue
+            except RecursionError:
+                raise LimitError(state.file, "max_json_depth", max_depth, line=number) from None
+            # A value cannot nest deeper than the line has '[' and '{' bytes, so the walk
+            # is needed only for the rare line with that many.
+            if raw.count(b"[") + raw.count(b"{") >= max_depth and not json_depth_ok(
+                value, max_depth
+            ):
+                raise LimitError(state.file, "max_json_depth", max_depth, line=number)
+            event = native.parse_event(value, number)
+            if event is None:
+                state.diag("invalid-line", number)
+                continue
+            if not event.ephemeral:
+                # parentId chains the persisted events linearly (spec §3.2).
+                if not event.has_parent or event.parent_id != state.prev_id:
+                    b.diagnostics.add("chain-break", f"{state.artifact}:{number}")
+                state.prev_id = event.id
+            _lift(state, event)
+            if b.record_count > max_records:
+                raise LimitError(state.file, "max_records", max_records)
 
 
 SKIP_SUFFIXES = (".lock", ".tmp")
@@ -364,9 +391,6 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     limits = limits or Limits.from_env()
     paths = layout.resolve(Path(path), session)
     artifact = paths.events.name  # artifact names are relative to the session folder
-    data = read_bounded(paths.events, limits.max_session_bytes)
-    if not data.strip():
-        raise FormatError(paths.events, "empty: the CLI requires session.start on line 1")
     builder = SnapshotBuilder(
         Source(
             harness=HARNESS,
@@ -376,7 +400,13 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         ),
         READER,
     )
-    builder.add_artifact(artifact, JSONL_MEDIA, data)
+    blob = builder.add_artifact_file(
+        artifact, JSONL_MEDIA, paths.events, limits.max_session_bytes, "max_session_bytes"
+    )
+    events = blob.whole_file
+    assert events is not None  # a fresh spool file holding just this copy
+    if not any(chunk.strip() for chunk in blob.chunks()):
+        raise FormatError(paths.events, "empty: the CLI requires session.start on line 1")
 
     workspace: native.Workspace | None = None
     if paths.folder is not None:
@@ -390,10 +420,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 builder.diagnostics.add("metadata-invalid", layout.WORKSPACE)
         else:
             builder.diagnostics.add("metadata-missing", layout.WORKSPACE)
-        _sidecars(paths.folder, builder, limits, len(data))
+        _sidecars(paths.folder, builder, limits, blob.size)
 
     state = _State(builder, artifact, limits, paths.events)
-    _read_events(state, data)
+    _read_events(state, events)
+    state.add_named()
     pending = sorted(state.calls.keys() - state.completed)
     if pending:
         builder.diagnostics.add("pending-tool-call", pending[0], count=len(pending))
@@ -404,12 +435,6 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     ws = workspace.values if workspace is not None else {}
     created = _pick(ws.get("created_at"), start.get("startTime"))
     updated = _pick(ws.get("updated_at"))
-    builder.source = Source(
-        harness=HARNESS,
-        harness_version=_pick(start.get("copilotVersion")),
-        session_id=paths.session_id,
-        locator=paths.locator,
-    )
     builder.session = Session(
         id=paths.session_id,
         title=workspace.title if workspace is not None else None,

@@ -19,15 +19,19 @@ no time of their own take the nearest earlier one (``timestamps-synthesized``).
 
 from __future__ import annotations
 
+import hashlib
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
+
+from pydantic import JsonValue
 
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
     check_continuable,
-    orphan_results,
+    dropped_code,
     safe_component,
 )
 from trajconv.codecs.copilot import layout, native
@@ -39,6 +43,7 @@ from trajconv.snapshot.models import (
     Snapshot,
     ToolCallRecord,
 )
+from trajconv.snapshot.spool import Blob, Spool
 
 #: the CLI version whose on-disk format this writer follows (and the loader tests pin)
 TARGET_VERSION = "1.0.102"
@@ -94,26 +99,64 @@ class _Group:
         return True
 
 
+class _Uuid5:
+    """``str(uuid.uuid5(uuid.NAMESPACE_URL, prefix + name))``, several times faster.
+
+    The writer derives one or two ids for every line, all with one prefix: it is hashed
+    once, and the text is made from the digest without a UUID object.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self._sha = hashlib.sha1(uuid.NAMESPACE_URL.bytes + prefix.encode(), usedforsecurity=False)
+
+    def __call__(self, name: str) -> str:
+        sha = self._sha.copy()
+        sha.update(name.encode())
+        raw = bytearray(sha.digest()[:16])
+        raw[6] = raw[6] & 0x0F | 0x50  # version 5 (RFC 4122 §4.1.3)
+        raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant (§4.1.1)
+        h = raw.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 class _Emitter:
-    def __init__(self, snapshot: Snapshot, diags: Diagnostics) -> None:
-        self.snapshot = snapshot
+    """Writes the lines after ``session.start`` to ``out`` as the records come.
+
+    ``session.start`` is line 0: its id is fixed here (ids follow positions) and the
+    line itself is made after the pass, which finds what it says. Its time, ``start_time``,
+    is what untimed lines take until a record has a time.
+    """
+
+    def __init__(
+        self, snapshot: Snapshot, diags: Diagnostics, out: BinaryIO, start_time: str
+    ) -> None:
+        self.uuid5 = _Uuid5(f"trajconv:{snapshot.id}:copilot:")
         self.diags = diags
-        self.lines: list[bytes] = []
-        self.prev: str | None = None
-        self.time: str | None = snapshot.session.created_at
+        self.out = out
+        self.count = 0  # lines so far, session.start included: ids are derived from it
+        self.start_id = self.derived_id("event")
+        self.count = 1
+        self.prev = self.start_id
+        self.time = start_time
         self.open_turn: int | None = None
 
     def derived_id(self, what: str) -> str:
-        return str(
-            uuid.uuid5(
-                uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:copilot:{what}:{len(self.lines)}"
-            )
-        )
+        return self.uuid5(f"{what}:{self.count}")
 
     def emit(
-        self, kind: str, data: dict[str, Any], time: str | None, *, bookkeeping: bool = False
+        self,
+        kind: str,
+        data: dict[str, Any],
+        time: str | None,
+        *,
+        bookkeeping: bool = False,
+        arguments: tuple[JsonValue, ...] = (),
     ) -> None:
-        """Append one line; a record without a time takes the nearest earlier one."""
+        """Write one line; a record without a time takes the nearest earlier one.
+
+        ``arguments`` are the tool arguments in ``data``, its only values that may hold
+        floats (:func:`native.event_line`).
+        """
         if time is None:
             time = self.time
             if not bookkeeping:
@@ -121,7 +164,8 @@ class _Emitter:
         else:
             self.time = time
         event_id = self.derived_id("event")
-        self.lines.append(native.event_line(kind, data, event_id, time or EPOCH, self.prev))
+        self.out.write(native.event_line(kind, data, event_id, time, self.prev, arguments))
+        self.count += 1
         self.prev = event_id
 
     def turn(self, turn: int | None, time: str | None) -> None:
@@ -161,7 +205,8 @@ class _Emitter:
             data["reasoningText"] = group.reasoning.text
         if self.open_turn is not None:
             data["turnId"] = str(self.open_turn)
-        self.emit(native.ASSISTANT_MESSAGE, data, head.time)
+        arguments = tuple(rec.call.arguments for rec in group.calls)
+        self.emit(native.ASSISTANT_MESSAGE, data, head.time, arguments=arguments)
         for rec in group.calls:
             start: dict[str, Any] = {
                 "toolCallId": rec.call.id,
@@ -170,7 +215,17 @@ class _Emitter:
             }
             if self.open_turn is not None:
                 start["turnId"] = str(self.open_turn)
-            self.emit(native.TOOL_START, start, rec.time)
+            self.emit(native.TOOL_START, start, rec.time, arguments=(rec.call.arguments,))
+
+
+def _events(start_line: bytes, body: Blob) -> Callable[[], Iterator[bytes]]:
+    """``events.jsonl`` in pieces: session.start, then the spooled lines after it."""
+
+    def chunks() -> Iterator[bytes]:
+        yield start_line
+        yield from body.chunks()
+
+    return chunks
 
 
 def plan(
@@ -179,14 +234,7 @@ def plan(
     diags = Diagnostics()
     # Copilot keeps a call without its result (the CLI resumes it as pending work), so only
     # an unfinished last turn and results without their call are refused.
-    drop = check_continuable(snapshot, "copilot", allow_lossy=allow_lossy, needs_results=False)
-    orphans = orphan_results(snapshot)
-    if orphans and not allow_lossy:
-        raise RefusedError(
-            f"refusing to write copilot: record {orphans[0]} is a tool result without its call; "
-            "pass --allow-lossy to leave such records out"
-        )
-    drop.update(orphans)
+    drop = check_continuable(snapshot, "copilot", allow_lossy=allow_lossy, refuse_pending=False)
     session = snapshot.session
     workdir = cwd or session.cwd
     if not workdir:
@@ -194,13 +242,77 @@ def plan(
     sid = safe_component(session_id(snapshot, diags), "session id")
     diags.add("ids-derived", "events.jsonl id/parentId, messageId")
 
-    times = [r.time for r in snapshot.records if r.time]
-    created = session.created_at or (times[0] if times else None)
-    updated = session.updated_at or (times[-1] if times else None) or created
-
-    out = _Emitter(snapshot, diags)
+    # session.start carries the first record time when the session has none, and that
+    # time stands in for untimed records before it: found here, almost always in record 0.
+    created = session.created_at or next((r.time for r in snapshot.records if r.time), None)
     if created is None:
         diags.add("timestamps-synthesized", "session.start")
+
+    # One pass over the records (each pass re-parses them): the lines after session.start
+    # go to a spool file as they are made; session.start and workspace.yaml are made after
+    # it from the facts it finds.
+    spool = Spool()
+    body_path = spool.new_file(layout.EVENTS)
+    last_time: str | None = None
+    unmodelled = False
+    with body_path.open("wb") as body:
+        out = _Emitter(snapshot, diags, body, created or EPOCH)
+        group = _Group()
+        for rec in snapshot.records:
+            if rec.time:
+                last_time = rec.time
+            if isinstance(rec, ReasoningRecord | AssistantRecord) and rec.model is None:
+                unmodelled = True
+            if rec.id in drop:
+                diags.add(dropped_code(rec.kind), rec.id)
+                continue
+            if isinstance(rec, ReasoningRecord | AssistantRecord | ToolCallRecord):
+                if not group.accepts(rec):
+                    out.group(group)
+                    group = _Group()
+                if isinstance(rec, ReasoningRecord):
+                    group.reasoning = rec
+                elif isinstance(rec, AssistantRecord):
+                    group.text = rec
+                else:
+                    group.calls.append(rec)
+                continue
+            out.group(group)
+            group = _Group()
+            if rec.kind == "user":
+                out.close_turn()
+                out.emit(native.USER_MESSAGE, {"content": rec.text}, rec.time)
+            elif rec.kind == "tool-result":
+                out.turn(rec.turn, rec.time)
+                res = rec.result
+                ok = res.ok
+                if ok is None:
+                    diags.add("tool-status-assumed", rec.id)
+                    ok = True
+                data: dict[str, Any] = {"toolCallId": res.call_id, "success": ok}
+                if ok:
+                    data["result"] = {"content": res.output}
+                else:
+                    data["error"] = {"message": res.output}
+                if res.exit_code is not None:
+                    data["shellExecution"] = {"exitCode": res.exit_code}
+                if out.open_turn is not None:
+                    data["turnId"] = str(out.open_turn)
+                out.emit(native.TOOL_COMPLETE, data, rec.time)
+            elif rec.kind == "system":
+                out.turn(rec.turn, rec.time)
+                out.emit(native.SYSTEM_MESSAGE, {"content": rec.text, "role": "system"}, rec.time)
+            elif rec.kind == "observation":
+                out.turn(rec.turn, rec.time)
+                out.emit(
+                    native.SESSION_INFO,
+                    {"infoType": OBSERVATION_INFO_TYPE, "message": rec.text},
+                    rec.time,
+                )
+        out.group(group)
+        out.close_turn()
+    updated = session.updated_at or last_time or created
+
     version = (
         snapshot.source.harness_version
         if snapshot.source.harness == "copilot" and snapshot.source.harness_version
@@ -218,70 +330,13 @@ def plan(
     }
     # The reader gives a message without ``model`` the session's current model, so the session
     # model is written as ``selectedModel`` only when no reasoning/assistant record lacks one.
-    unmodelled = any(
-        isinstance(r, ReasoningRecord | AssistantRecord) and r.model is None
-        for r in snapshot.records
-    )
     if session.model and not unmodelled:
         start["selectedModel"] = session.model
     start["context"] = context
-    out.emit(native.SESSION_START, start, created or EPOCH)
-
-    group = _Group()
-    for rec in snapshot.records:
-        if rec.id in drop:
-            diags.add(
-                "untranslated-orphan-result"
-                if rec.kind == "tool-result"
-                else "untranslated-pending-call",
-                rec.id,
-            )
-            continue
-        if isinstance(rec, ReasoningRecord | AssistantRecord | ToolCallRecord):
-            if not group.accepts(rec):
-                out.group(group)
-                group = _Group()
-            if isinstance(rec, ReasoningRecord):
-                group.reasoning = rec
-            elif isinstance(rec, AssistantRecord):
-                group.text = rec
-            else:
-                group.calls.append(rec)
-            continue
-        out.group(group)
-        group = _Group()
-        if rec.kind == "user":
-            out.close_turn()
-            out.emit(native.USER_MESSAGE, {"content": rec.text}, rec.time)
-        elif rec.kind == "tool-result":
-            out.turn(rec.turn, rec.time)
-            res = rec.result
-            ok = res.ok
-            if ok is None:
-                diags.add("tool-status-assumed", rec.id)
-                ok = True
-            data: dict[str, Any] = {"toolCallId": res.call_id, "success": ok}
-            if ok:
-                data["result"] = {"content": res.output}
-            else:
-                data["error"] = {"message": res.output}
-            if res.exit_code is not None:
-                data["shellExecution"] = {"exitCode": res.exit_code}
-            if out.open_turn is not None:
-                data["turnId"] = str(out.open_turn)
-            out.emit(native.TOOL_COMPLETE, data, rec.time)
-        elif rec.kind == "system":
-            out.turn(rec.turn, rec.time)
-            out.emit(native.SYSTEM_MESSAGE, {"content": rec.text, "role": "system"}, rec.time)
-        elif rec.kind == "observation":
-            out.turn(rec.turn, rec.time)
-            out.emit(
-                native.SESSION_INFO,
-                {"infoType": OBSERVATION_INFO_TYPE, "message": rec.text},
-                rec.time,
-            )
-    out.group(group)
-    out.close_turn()
+    start_line = native.event_line(
+        native.SESSION_START, start, out.start_id, created or EPOCH, None, ()
+    )
+    body_blob = Blob(path=body_path, size=body_path.stat().st_size, keep=spool)
 
     if session.title is None:
         diags.add("title-missing", layout.WORKSPACE)
@@ -298,7 +353,7 @@ def plan(
     rel = f".copilot/{layout.SESSION_STATE}/{sid}"
     base = f"home/{rel}"
     files = [
-        ExportFile(f"{base}/{layout.EVENTS}", b"".join(out.lines), 0o600),
+        ExportFile(f"{base}/{layout.EVENTS}", _events(start_line, body_blob), 0o600),
         ExportFile(f"{base}/{layout.WORKSPACE}", native.workspace_text(workspace).encode(), 0o600),
     ]
     return ExportPlan(
