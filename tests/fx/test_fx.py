@@ -217,7 +217,9 @@ def test_schema4_crash_tail_is_counted_not_projected() -> None:
     assert [r.kind for r in snap.records] == ["user", "tool-call", "tool-result", "assistant"]
     assert snap.diagnostic_count("crash-tail") == 3  # user, assistant, tool_call of turn 2
     assert snap.diagnostic_count("torn-line") == 1
-    assert "Europe/Berlin" in str(next(a.data for a in snap.artifacts if a.name == "events.jsonl"))
+    assert "Europe/Berlin" in str(
+        next(a.read() for a in snap.artifacts if a.name == "events.jsonl")
+    )
 
 
 def test_schema4_recovery_checkpoint_keeps_the_unfinished_turn(tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +35,13 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.fx import layout, native
-from trajconv.codecs.jsonl import count_units, iter_objects, read_bounded
+from trajconv.codecs.jsonl import count_units, iter_file_objects, iter_objects, read_bounded
 from trajconv.errors import FormatError
+from trajconv.snapshot import secrets
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.spool import CHUNK, Blob, Spool
 
 READER = "fx/1"
 SKIP_NAMES = ("owner.live", "history-cache.bin")
@@ -87,20 +91,118 @@ def _media(name: str) -> str:
     return "application/octet-stream"
 
 
-def _session_files(sdir: Path, limits: Limits) -> dict[str, bytes]:
-    """Every file of the session folder (locks, liveness marker and binary cache aside)."""
-    files: dict[str, bytes] = {}
+def _session_files(sdir: Path, limits: Limits) -> list[tuple[str, Path, int]]:
+    """Every file of the session folder (locks, liveness marker and binary cache aside), with
+    its size, in path order. Symbolic links are neither kept nor followed."""
+    found: list[tuple[str, Path, int]] = []
+    folders = [(sdir, "")]
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    rel = prefix + entry.name
+                    if entry.is_symlink():
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append((Path(entry.path), rel + "/"))
+                    elif entry.is_file(follow_symlinks=False) and not (
+                        entry.name.endswith(".lock") or entry.name in SKIP_NAMES
+                    ):
+                        size = entry.stat(follow_symlinks=False).st_size
+                        found.append((rel, Path(entry.path), size))
+        except PermissionError:
+            # nothing to keep in an unreadable folder; a missing session.json is the error
+            continue
+    found.sort(key=lambda item: item[0].split("/"))
     total = 0
-    for path in sorted(sdir.rglob("*")):
-        if not path.is_file() or path.is_symlink():
-            continue
-        rel = path.relative_to(sdir).as_posix()
-        if path.name.endswith(".lock") or path.name in SKIP_NAMES:
-            continue
-        total += path.stat().st_size
+    for _rel, _path, size in found:
+        total += size
         limits.check("max_session_bytes", total, sdir)
-        files[rel] = read_bounded(path, limits.max_session_bytes)
-    return files
+    return found
+
+
+class _Files(Mapping[str, bytes]):
+    """The session folder's files by name (``session.json`` aside: it is parsed as it is read),
+    each kept in the Snapshot as it is added.
+
+    A JSON file's native bytes are held (small metadata). Any other file is read, when asked
+    for, from the bytes the Snapshot kept: a large file's spool copy, or for a small one (a
+    tool-result body) its place in a private pack file: the builder's own pack cannot be read
+    back, and holding thousands of bodies would make memory grow with the session.
+    """
+
+    def __init__(self, b: SnapshotBuilder, limits: Limits) -> None:
+        self._b = b
+        self._limits = limits
+        self.json: dict[str, bytes] = {}
+        self.copies: dict[str, Blob] = {}
+        self._small: dict[str, tuple[int, int]] = {}  # name -> (offset, size) in the pack
+        self._spool = Spool()
+        self._pack = self._spool.new_file("small-files").open("w+b")
+        self._packed = 0
+
+    def add(self, name: str, path: Path, size: int) -> None:
+        media = _media(name)
+        if media == "application/json":
+            data = read_bounded(path, self._limits.max_session_bytes)
+            self._b.add_artifact(name, media, data)
+            self.json[name] = data
+        elif size <= CHUNK and name != layout.EVENTS:
+            data = read_bounded(path, self._limits.max_session_bytes)
+            self._b.add_artifact(name, media, data)
+            self._pack.write(data)
+            self._small[name] = (self._packed, len(data))
+            self._packed += len(data)
+        else:
+            # the event log (parsed line by line from its copy) and large files: in chunks
+            self.copies[name] = self._b.add_artifact_file(
+                name, media, path, self._limits.max_session_bytes, "max_session_bytes"
+            )
+
+    def __getitem__(self, name: str) -> bytes:
+        if name in self.json:
+            return self.json[name]
+        if name in self.copies:
+            return self.copies[name].read()
+        offset, size = self._small[name]
+        self._pack.flush()
+        return os.pread(self._pack.fileno(), size, offset)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.json or name in self.copies or name in self._small
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.json
+        yield from self.copies
+        yield from self._small
+
+    def __len__(self) -> int:
+        return len(self.json) + len(self.copies) + len(self._small)
+
+    def close(self) -> None:
+        self._pack.close()
+
+
+def _load(sdir: Path, files: _Files, b: SnapshotBuilder, limits: Limits) -> Obj:
+    """Keep the session's files in the Snapshot; ``session.json`` parsed."""
+    meta: Obj | None = None
+    for name, path, size in _session_files(sdir, limits):
+        if name != layout.SESSION_JSON:
+            files.add(name, path, size)
+            continue
+        data = read_bounded(path, limits.max_session_bytes)
+        meta = _json_object(data, name)
+        if secrets.has_secret_key(meta):
+            b.add_artifact(name, "application/json", data)
+        else:
+            # only members are stripped (secrets.strip), so without a secret-looking name the
+            # artifact is these bytes; add_artifact would scan all their text to find that out.
+            with b.artifact_writer(name, "application/json") as out:
+                out.write(data)
+    if meta is None:
+        raise FormatError(sdir / layout.SESSION_JSON, "missing")
+    return meta
 
 
 # --------------------------------------------------------------------------- legacy / v3 turns
@@ -359,7 +461,7 @@ def _turn_items(turn: Any) -> int:
     return n
 
 
-def _watermark(sdir: Path, files: dict[str, bytes], sid: str, generation: Any) -> Obj:
+def _watermark(sdir: Path, files: _Files, sid: str, generation: Any) -> Obj:
     name = f"commit.{generation}.json"
     if name not in files:
         found = [
@@ -387,9 +489,7 @@ def _watermark(sdir: Path, files: dict[str, bytes], sid: str, generation: Any) -
     return mark
 
 
-def _read_v3(
-    sdir: Path, meta: Obj, files: dict[str, bytes], b: SnapshotBuilder, limits: Limits
-) -> None:
+def _read_v3(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: Limits) -> None:
     sid = b.source.session_id
     d = b.diagnostics
     if meta.get("storage_format") != "event_log_v1":
@@ -551,9 +651,8 @@ def _apply_v3(
 # --------------------------------------------------------------------------- schema 4
 
 
-def _v4_frames(data: bytes, d: Diagnostics, limits: Limits) -> list[native.FxFrame]:
-    frames: list[native.FxFrame] = []
-    for number, obj in iter_objects(data, layout.EVENTS, d, limits):
+def _v4_frames(path: Path, d: Diagnostics, limits: Limits) -> Iterator[native.FxFrame]:
+    for number, obj in iter_file_objects(path, layout.EVENTS, d, limits):
         if obj.get("schema_version") not in native.FRAME_SCHEMAS:
             raise FormatError(
                 layout.EVENTS,
@@ -578,23 +677,11 @@ def _v4_frames(data: bytes, d: Diagnostics, limits: Limits) -> list[native.FxFra
         ((kind, body),) = event.items()
         if not isinstance(body, dict):
             raise FormatError(layout.EVENTS, f"{kind} event is not an object", line=number)
-        frames.append(native.FxFrame(number, number, ts, str(kind), body))
-    return frames
-
-
-def _crash_tail_start(frames: list[native.FxFrame]) -> int:
-    """Index of the first frame of an unfinished trailing turn, or ``len(frames)``."""
-    for i in range(len(frames) - 1, -1, -1):
-        kind = frames[i].kind
-        if kind in native.CLOSING:
-            return len(frames)
-        if kind == native.USER:
-            return i
-    return len(frames)
+        yield native.FxFrame(number, number, ts, str(kind), body)
 
 
 class _FrameLifter:
-    def __init__(self, b: SnapshotBuilder, files: dict[str, bytes]) -> None:
+    def __init__(self, b: SnapshotBuilder, files: _Files) -> None:
         self.b = b
         self.d = b.diagnostics
         self.files = files
@@ -785,22 +872,38 @@ class _FrameLifter:
         self.open = False
 
 
-def _read_v4(
-    sdir: Path, meta: Obj, files: dict[str, bytes], b: SnapshotBuilder, limits: Limits
-) -> None:
-    data = files.get(layout.EVENTS)
-    if data is None:
+def _read_v4(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: Limits) -> None:
+    events = files.copies.get(layout.EVENTS)
+    if events is None:
         raise FormatError(sdir / layout.EVENTS, "missing: a schema-4 session needs events.jsonl")
-    frames = _v4_frames(data, b.diagnostics, limits)
-    tail = _crash_tail_start(frames)
-    if layout.RECOVERY in files:
-        tail = len(frames)  # a recovery checkpoint keeps the unfinished turn (§3.2 rule 6)
+    log = events.whole_file
+    assert log is not None  # add_artifact_file copies a file whole
     lifter = _FrameLifter(b, files)
-    for f in frames[:tail]:
-        lifter.frame(f)
-        limits.check("max_records", b.record_count, layout.EVENTS, f.line)
+
+    def lift(frames: list[native.FxFrame]) -> None:
+        for f in frames:
+            lifter.frame(f)
+            limits.check("max_records", b.record_count, layout.EVENTS, f.line)
+
+    # An unfinished trailing turn is the crash tail fx drops (§3.2 rule 6), so a turn's frames
+    # wait until it closes (or the next user message shows it was not the last).
+    turn: list[native.FxFrame] = []
+    for f in _v4_frames(log, b.diagnostics, limits):
+        if f.kind == native.USER:
+            lift(turn)
+            turn = [f]
+        elif turn:
+            turn.append(f)
+            if f.kind in native.CLOSING:
+                lift(turn)
+                turn = []
+        else:
+            lift([f])
+    if layout.RECOVERY in files:
+        lift(turn)  # a recovery checkpoint keeps the unfinished turn (§3.2 rule 6)
+        turn = []
     lifter._close(layout.EVENTS)
-    for f in frames[tail:]:
+    for f in turn:
         b.diagnostics.add("crash-tail", f"{layout.EVENTS}:{f.line}", name=f.kind)
         images = f.body.get("images") if f.kind == native.USER else None
         if isinstance(images, list) and images:
@@ -823,11 +926,22 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     limits = limits or Limits()
     sdir = layout.resolve(Path(path), session)
     sid = layout.check_session_id(sdir.name, sdir)
-    files = _session_files(sdir, limits)
-    meta_bytes = files.get(layout.SESSION_JSON)
-    if meta_bytes is None:
-        raise FormatError(sdir / layout.SESSION_JSON, "missing")
-    meta = _json_object(meta_bytes, layout.SESSION_JSON)
+    b = SnapshotBuilder(
+        Source(
+            harness="fx", harness_version=None, session_id=sid, locator=f"{layout.SESSIONS}/{sid}"
+        ),
+        READER,
+    )
+    files = _Files(b, limits)
+    try:
+        _read_schema(sdir, _load(sdir, files, b, limits), files, b, limits)
+    finally:
+        files.close()
+    return b.build()
+
+
+def _read_schema(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: Limits) -> None:
+    sid = b.source.session_id
     schema = meta.get("schema_version")
     if _int(schema) is None:
         raise FormatError(layout.SESSION_JSON, "no integer schema_version (InvalidSessionFormat)")
@@ -835,14 +949,6 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         raise FormatError(
             layout.SESSION_JSON, f"id {meta.get('id')!r} does not equal the folder name {sid!r}"
         )
-    b = SnapshotBuilder(
-        Source(
-            harness="fx", harness_version=None, session_id=sid, locator=f"{layout.SESSIONS}/{sid}"
-        ),
-        READER,
-    )
-    for name, data in files.items():
-        b.add_artifact(name, _media(name), data)
     if schema in native.LEGACY_SCHEMAS:
         _read_legacy(meta, b)
     elif schema == native.EVENT_LOG_SCHEMA:
@@ -854,4 +960,3 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             layout.SESSION_JSON,
             f"unsupported session schema_version {schema} (UnsupportedSessionSchema)",
         )
-    return b.build()

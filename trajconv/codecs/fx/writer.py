@@ -14,15 +14,24 @@ schema 1 also has no title, model, per-message times, steering or exit status. A
 is not a valid fx id is minted deterministically from the Snapshot id in fx's own
 ``<ms>-<ns>-<16 hex>`` shape (``ids-derived``); times fx needs and the Snapshot lacks are carried
 forward from the nearest earlier known time (``timestamps-synthesized``).
+
+One pass over the records: a turn is lowered and emitted when the next one begins, into files
+in a private spool folder that the export writer copies out in chunks, so no output file is
+held whole. What only the end of the pass knows (history length, last time, metadata) goes into
+the small parts built after it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from trajconv.codecs.base import ExportFile, ExportPlan, safe_component
 from trajconv.codecs.fx import layout, native
@@ -37,13 +46,24 @@ from trajconv.snapshot.models import (
     ToolResultRecord,
     UserRecord,
 )
+from trajconv.snapshot.spool import Blob, Spool
 
 Obj = dict[str, Any]
 
+# compact, insertion order, UTF-8 kept: the canonical form of Zig's std.json (§3). Built once:
+# json.dumps with options builds an encoder per call.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
-def _dumps(value: Any) -> str:
-    # compact, insertion order, UTF-8 kept: the canonical form of Zig's std.json (§3)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+def _dumps(value: Any) -> bytes:
+    """``value`` in that form. orjson writes the same bytes, faster, for what the writer builds
+    (strings, integers, booleans, nulls; never floats, which orjson writes differently: call
+    arguments are text by then, see ``_arguments``); the stdlib encoder takes what orjson
+    refuses (integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return _JSON.encode(value).encode()
 
 
 def _ms(time: str | None) -> int | None:
@@ -88,47 +108,66 @@ def _is_partial(rec: Record) -> bool:
     return rec.kind == "assistant" and rec.evidence.native == "interrupted.partial_text"
 
 
-def lower_turns(snapshot: Snapshot, allow_lossy: bool, diags: Diagnostics) -> list[_Turn]:
-    """Group records into fx turns; refuse what fx cannot continue truthfully."""
-    turns: list[_Turn] = []
-    for rec in snapshot.records:
-        cur = turns[-1] if turns else None
-        if rec.kind == "user":
-            same = (
-                cur is not None
-                and cur.interrupted is None
-                and rec.turn is not None
-                and rec.turn == cur.user.turn
-            )
-            if same and cur is not None:
-                cur.items.append(rec)  # guidance typed into the running turn: steering
+class _Lowering:
+    """Groups records into fx turns in one pass and refuses what fx cannot continue truthfully.
+
+    A turn is complete when the next one begins: it is paired and handed on then. The pass
+    also notes the first and last record times (the session's fallback start and end).
+    """
+
+    def __init__(self, allow_lossy: bool, diags: Diagnostics) -> None:
+        self.allow_lossy = allow_lossy
+        self.diags = diags
+        self.first: int | None = None
+        self.last: int | None = None
+
+    def turns(self, records: Iterable[Record]) -> Iterator[_Turn]:
+        cur: _Turn | None = None
+        for rec in records:
+            ms = _ms(rec.time)
+            if ms is not None:
+                if self.first is None:
+                    self.first = ms
+                self.last = ms
+            if rec.kind == "user":
+                same = (
+                    cur is not None
+                    and cur.interrupted is None
+                    and rec.turn is not None
+                    and rec.turn == cur.user.turn
+                )
+                if same and cur is not None:
+                    cur.items.append(rec)  # guidance typed into the running turn: steering
+                    continue
+                if cur is not None:
+                    self._pair(cur, last=False)
+                    yield cur
+                cur = _Turn(rec)
+                continue
+            if rec.kind in ("reasoning", "system", "observation") and not _is_interruption(rec):
+                self.diags.add(f"untranslated-{rec.kind}", rec.id)
+                continue
+            if cur is None:
+                raise RefusedError(
+                    f"refusing to write fx: record {rec.id} comes before any user "
+                    "message, and every fx turn starts with one"
+                )
+            if isinstance(rec, SystemRecord) and _is_interruption(rec):
+                cur.interrupted = rec.text[len(native.INTERRUPT_PREFIX) :]
+                if cur.interrupted not in native.INTERRUPT_REASONS:
+                    cur.interrupted = "cancelled"
+            elif _is_partial(rec) and isinstance(rec, AssistantRecord):
+                cur.partial = rec
             else:
-                turns.append(_Turn(rec))
-            continue
-        if rec.kind in ("reasoning", "system", "observation") and not _is_interruption(rec):
-            diags.add(f"untranslated-{rec.kind}", rec.id)
-            continue
-        if cur is None:
-            raise RefusedError(
-                f"refusing to write fx: record {rec.id} comes before any user "
-                "message, and every fx turn starts with one"
-            )
-        if isinstance(rec, SystemRecord) and _is_interruption(rec):
-            cur.interrupted = rec.text[len(native.INTERRUPT_PREFIX) :]
-            if cur.interrupted not in native.INTERRUPT_REASONS:
-                cur.interrupted = "cancelled"
-        elif _is_partial(rec) and isinstance(rec, AssistantRecord):
-            cur.partial = rec
-        else:
-            cur.items.append(rec)
-    _pair(turns, allow_lossy, diags)
-    return turns
+                cur.items.append(rec)
+        if cur is not None:
+            self._pair(cur, last=True)
+            yield cur
 
-
-def _pair(turns: list[_Turn], allow_lossy: bool, diags: Diagnostics) -> None:
-    """Calls and results pair inside a turn (§3.2 rules 2-4); an interrupted turn may keep its
-    in-flight calls, any other unanswered call or unmatched result is refused or left out."""
-    for n, turn in enumerate(turns):
+    def _pair(self, turn: _Turn, last: bool) -> None:
+        """Calls and results pair inside a turn (§3.2 rules 2-4); an interrupted turn may keep
+        its in-flight calls, any other unanswered call or unmatched result is refused or left
+        out, and so is the end of an unfinished ``last`` turn."""
         calls: dict[str, ToolCallRecord] = {}
         answered: set[str] = set()
         keep: list[Record] = []
@@ -137,8 +176,8 @@ def _pair(turns: list[_Turn], allow_lossy: bool, diags: Diagnostics) -> None:
                 calls[rec.call.id] = rec
             elif isinstance(rec, ToolResultRecord):
                 if rec.result.call_id not in calls or rec.result.call_id in answered:
-                    _lossy(allow_lossy, rec.id, "a tool result without its call in this turn")
-                    diags.add("untranslated-orphan-result", rec.id)
+                    _lossy(self.allow_lossy, rec.id, "a tool result without its call in this turn")
+                    self.diags.add("untranslated-orphan-result", rec.id)
                     continue
                 answered.add(rec.result.call_id)
             keep.append(rec)
@@ -146,14 +185,14 @@ def _pair(turns: list[_Turn], allow_lossy: bool, diags: Diagnostics) -> None:
         if turn.interrupted is None:
             pending = [c.id for cid, c in calls.items() if cid not in answered]
             for rid in pending:
-                _lossy(allow_lossy, rid, "a tool call without its result")
-                diags.add("untranslated-pending-call", rid)
+                _lossy(self.allow_lossy, rid, "a tool call without its result")
+                self.diags.add("untranslated-pending-call", rid)
             turn.items = [r for r in turn.items if r.id not in pending]
-            last = next((r for r in reversed(turn.items) if r.kind != "user"), None)
-            if n == len(turns) - 1 and not isinstance(last, AssistantRecord):
+            end = next((r for r in reversed(turn.items) if r.kind != "user"), None)
+            if last and not isinstance(end, AssistantRecord):
                 _lossy(
-                    allow_lossy,
-                    (last or turn.user).id,
+                    self.allow_lossy,
+                    (end or turn.user).id,
                     "the end of an unfinished last turn (no final assistant answer)",
                 )
 
@@ -187,13 +226,38 @@ def _arguments(rec: ToolCallRecord) -> tuple[str, str]:
     args = rec.call.arguments
     if isinstance(args, dict) and set(args) == {"_raw"} and isinstance(args["_raw"], str):
         return (args["_raw"] or "{}"), "malformed_json"
-    return _dumps(args), ("valid" if isinstance(args, dict) else "non_object_json")
+    # the stdlib encoder: arguments may hold floats, which orjson writes differently (1e-05)
+    return _JSON.encode(args), ("valid" if isinstance(args, dict) else "non_object_json")
 
 
 def _status(rec: ToolResultRecord, diags: Diagnostics) -> str:
     if rec.result.ok is None:
         diags.add("tool-status-assumed", rec.id)
     return "failure" if rec.result.ok is False else "success"
+
+
+class _SpoolFile:
+    """A file the writer fills as it goes, in a private spool folder; read back in chunks."""
+
+    def __init__(self, spool: Spool, stem: str) -> None:
+        self._spool = spool
+        self.path = spool.new_file(stem)
+        self._fh = self.path.open("wb")
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        """Append ``data``; where it starts."""
+        start = self.size
+        self._fh.write(data)
+        self.size += len(data)
+        return start
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def blob(self, offset: int = 0, size: int | None = None) -> Blob:
+        size = self.size - offset if size is None else size
+        return Blob(path=self.path, offset=offset, size=size, keep=self._spool)
 
 
 # --------------------------------------------------------------------------- emit: schema 1
@@ -259,7 +323,8 @@ def _legacy_result(rec: ToolResultRecord, name: str, ms: int, diags: Diagnostics
     }
 
 
-def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics) -> Obj:
+def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list[str]) -> Obj:
+    """One ``history`` entry; the ids of in-flight calls it has no room for go to ``extra``."""
     names = {r.call.id: r.call.name for r in turn.items if isinstance(r, ToolCallRecord)}
     result_ms: dict[str, int] = {}
     for rec in [turn.user, *turn.items]:
@@ -286,8 +351,7 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics) -> Obj:
             if open_calls:
                 # the legacy interrupted turn holds one in-flight call (§5.1)
                 in_flight = open_calls[-1]
-                for extra in open_calls[:-1]:
-                    diags.add("untranslated-pending-call", extra.id)
+                extra.extend(c.id for c in open_calls[:-1])
                 step.calls = [c for c in step.calls if c.call.id in answered]
                 break
     execution = {
@@ -326,22 +390,55 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics) -> Obj:
     return out
 
 
+class _History:
+    """Schema 1: the ``history`` entries, comma-separated, spooled as the pass emits them."""
+
+    def __init__(self, spool: Spool) -> None:
+        self.file = _SpoolFile(spool, "history.json")
+        self.count = 0
+        self.extra: list[str] = []  # in-flight calls an interrupted entry has no room for
+
+    def turn(self, turn: _Turn, clock: _Clock, diags: Diagnostics) -> None:
+        entry = _dumps(emit_legacy_turn(turn, clock, diags, self.extra))
+        self.file.write(b"," + entry if self.count else entry)
+        self.count += 1
+
+    def close(self) -> None:
+        self.file.close()
+
+
 # --------------------------------------------------------------------------- emit: schema 4
 
 
 class _Frames:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.bodies: dict[str, bytes] = {}
+    """Schema 4: ``events.jsonl`` and the tool-result bodies, spooled as the pass emits them."""
+
+    def __init__(self, spool: Spool) -> None:
+        self.events = _SpoolFile(spool, "events.jsonl")
+        self.pack = _SpoolFile(spool, "tool-results.bin")
+        #: body name -> (offset, size) in ``pack``; a name made again keeps its last body
+        self.bodies: dict[str, tuple[int, int]] = {}
+        self.seq = 0
 
     def add(self, ms: int, kind: str, body: Obj) -> None:
+        self.seq += 1
         frame = {
             "schema_version": native.FRAME_SCHEMA,
-            "seq": len(self.lines) + 1,
+            "seq": self.seq,
             "timestamp_ms": ms,
             "event": {kind: body},
         }
-        self.lines.append(_dumps(frame) + "\n")
+        self.events.write(_dumps(frame) + b"\n")
+
+    def body(self, ref: str, data: bytes) -> None:
+        self.bodies[ref] = (self.pack.write(data), len(data))
+
+    def turn(self, turn: _Turn, clock: _Clock, diags: Diagnostics) -> None:
+        emit_v4_turn(turn, self, clock, diags)
+
+    def close(self) -> None:
+        self.events.close()
+        self.pack.close()
 
 
 def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics) -> None:
@@ -387,7 +484,7 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
             name = names[rec.result.call_id]
             data = rec.result.output.encode("utf-8")
             ref = native.result_ref(name, rec.result.call_id, data)
-            frames.bodies[ref] = data
+            frames.body(ref, data)
             exit_code = rec.result.exit_code
             frames.add(
                 ms,
@@ -436,6 +533,36 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
 # --------------------------------------------------------------------------- plan
 
 
+def _emit(
+    snapshot: Snapshot, lowering: _Lowering, out: _History | _Frames, diags: Diagnostics
+) -> tuple[int, _Clock]:
+    """Emit each turn as the lowering hands it on; the session's start and the clock after.
+
+    Records without a time take the nearest earlier one, the first ones the session's start;
+    when the Snapshot has none, that is the first record time, so turns wait (in memory) until
+    the pass meets one, or ends: then 0.
+    """
+    created = _ms(snapshot.session.created_at)
+    clock: _Clock | None = None
+    waiting: list[_Turn] = []
+    for turn in lowering.turns(snapshot.records):
+        waiting.append(turn)
+        start = created if created is not None else lowering.first
+        if start is None:
+            continue
+        if clock is None:
+            clock = _Clock(start, diags)
+        for ready in waiting:
+            out.turn(ready, clock, diags)
+        waiting.clear()
+    start = created if created is not None else (lowering.first or 0)
+    if clock is None:
+        clock = _Clock(start, diags)
+    for ready in waiting:
+        out.turn(ready, clock, diags)
+    return start, clock
+
+
 def plan(
     snapshot: Snapshot,
     *,
@@ -453,19 +580,22 @@ def plan(
         raise UsageError(f"fx_schema must be 1 (legacy, default) or 4 (current), not {fx_schema!r}")
     diags = Diagnostics()
     sid = session_id(snapshot, diags)
-    turns = lower_turns(snapshot, allow_lossy, diags)
     session = snapshot.session
     workdir = cwd or session.cwd
-    times = [t for t in (_ms(r.time) for r in snapshot.records) if t is not None]
-    created = _ms(session.created_at)
-    if created is None:
-        created = times[0] if times else 0
+    if session.created_at is None:
         diags.add("timestamps-synthesized", "created_at_ms")
-    clock = _Clock(created, diags)
     base = f"{layout.FX_DIR}/{layout.SESSIONS}/{sid}"
+    lowering = _Lowering(allow_lossy, diags)
+    out = _History(Spool()) if schema == 1 else _Frames(Spool())
+    try:
+        created, clock = _emit(snapshot, lowering, out, diags)
+    finally:
+        out.close()
     files: list[ExportFile] = []
-    if schema == 1:
-        history = [emit_legacy_turn(t, clock, diags) for t in turns]
+    if isinstance(out, _History):
+        # after the pass, behind the unanswered calls the lowering left out
+        for rid in out.extra:
+            diags.add("untranslated-pending-call", rid)
         if session.title:
             diags.add("untranslated-title", "session.json")
         if session.model:
@@ -473,7 +603,8 @@ def plan(
         if not workdir:
             diags.add("cwd-missing", "workspace_root")
         diags.add("defaults-assumed", "conversation_language")
-        updated = max(_ms(session.updated_at) or (times[-1] if times else created), created)
+        last = lowering.last if lowering.last is not None else created
+        updated = max(_ms(session.updated_at) or last, created)
         doc: Obj = {
             "schema_version": 1,
             "id": sid,
@@ -481,10 +612,17 @@ def plan(
             "updated_at_ms": updated,
             "workspace_root": workdir or None,
             "conversation_language": native.DEFAULT_LANGUAGE,
-            "history_len": len(history),
-            "history": history,
+            "history_len": out.count,
+            "history": [],
         }
-        files.append(ExportFile(f"home/{base}/{layout.SESSION_JSON}", _dumps(doc).encode()))
+        head = _dumps(doc)[:-2]  # up to '"history":[': the spooled entries and "]}" follow
+        history = out.file.blob()
+        files.append(
+            ExportFile(
+                f"home/{base}/{layout.SESSION_JSON}",
+                lambda: itertools.chain((head,), history.chunks(), (b"]}",)),
+            )
+        )
         notes = [
             "fx migrates this legacy (schema 1) session to its current layout on the "
             "first writable open"
@@ -495,16 +633,14 @@ def plan(
                 "refusing to write fx schema 4: the session has no absolute "
                 "working directory; pass --cwd DIR"
             )
-        frames = _Frames()
-        for t in turns:
-            emit_v4_turn(t, frames, clock, diags)
         updated = max(_ms(session.updated_at) or clock.last or created, created)
         meta = _meta4(snapshot, sid, workdir, created, updated, model, diags)
-        for ref, data in sorted(frames.bodies.items()):
-            files.append(ExportFile(f"home/{base}/{layout.TOOL_RESULTS}/{ref}", data))
-        files.append(ExportFile(f"home/{base}/{layout.EVENTS}", "".join(frames.lines).encode()))
+        for ref, (offset, size) in sorted(out.bodies.items()):
+            body = out.pack.blob(offset, size)
+            files.append(ExportFile(f"home/{base}/{layout.TOOL_RESULTS}/{ref}", body.chunks))
+        files.append(ExportFile(f"home/{base}/{layout.EVENTS}", out.events.blob().chunks))
         # session.json last: a reader that finds it finds the log and bodies complete
-        files.append(ExportFile(f"home/{base}/{layout.SESSION_JSON}", _dumps(meta).encode()))
+        files.append(ExportFile(f"home/{base}/{layout.SESSION_JSON}", _dumps(meta)))
         notes = []
     dirs = {layout.FX_DIR: 0o700, f"{layout.FX_DIR}/{layout.SESSIONS}": 0o700, base: 0o700}
     if any(f"/{layout.TOOL_RESULTS}/" in f.path for f in files):
