@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from tests.helpers import FIXTURES
+from trajconv.codecs.cursor import native
 
 CASES = ("multi-turn", "compaction")
 AGENTS = {
@@ -48,3 +49,11 @@ def blob_ids(db: Path) -> list[str]:
         return [row[0] for row in con.execute("SELECT id FROM blobs ORDER BY id")]
     finally:
         con.close()
+
+
+def walk(db: Path) -> tuple[native.CursorStore, dict[str, tuple[str, bytes]]]:
+    """Walk a store as the reader does: the store, and each referenced blob's role and bytes."""
+    blobs: dict[str, tuple[str, bytes]] = {}
+    with native.read_store(db, max_blob=1 << 30) as store:
+        store.walk(lambda bid, role, data: blobs.setdefault(bid, (role, data)), lambda *_: None)
+    return store, blobs

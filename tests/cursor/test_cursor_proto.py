@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from cursor_support import CASES, fixture_store
+from cursor_support import CASES, fixture_store, walk
 
-from trajconv.codecs.cursor import native, proto
+from trajconv.codecs.cursor import proto
 
 ROLE_TYPES = {
     "root": "ConversationStateStructure",
@@ -21,14 +21,14 @@ ROLE_TYPES = {
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_protobuf_blob_round_trips_byte_identical(case: str) -> None:
-    store = native.read_store(fixture_store(case), max_blob=1 << 30)
+    _, blobs = walk(fixture_store(case))
     checked = 0
-    for blob in store.blobs.values():
-        type_name = ROLE_TYPES.get(blob.role)
+    for bid, (role, data) in blobs.items():
+        type_name = ROLE_TYPES.get(role)
         if type_name is None:
             continue
-        msg = proto.decode(type_name, blob.data)
-        assert proto.encode(msg) == blob.data, (blob.role, blob.id)
+        msg = proto.decode(type_name, data)
+        assert proto.encode(msg) == data, (role, bid)
         checked += 1
     assert checked >= 3
 
@@ -60,6 +60,6 @@ def test_unknown_fields_counted_by_wire_type_and_kept() -> None:
 
 
 def test_reference_ids_are_sha256_of_blobs() -> None:
-    store = native.read_store(fixture_store("multi-turn"), max_blob=1 << 30)
+    store, blobs = walk(fixture_store("multi-turn"))
     for raw in store.root.root_prompt_messages_json:
-        assert hashlib.sha256(store.blobs[raw.hex()].data).digest() == raw
+        assert hashlib.sha256(blobs[raw.hex()][1]).digest() == raw

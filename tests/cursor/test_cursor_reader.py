@@ -8,7 +8,16 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cursor_support import AGENTS, CASES, CWD, PLANTED_KEY, copy_store, fixture_store, meta
+from cursor_support import (
+    AGENTS,
+    CASES,
+    CWD,
+    PLANTED_KEY,
+    copy_store,
+    fixture_store,
+    meta,
+    walk,
+)
 
 from tests.helpers import conservation, fingerprint
 from trajconv.codecs.cursor import CODEC, native, proto, reader
@@ -119,7 +128,7 @@ def _rewrite_blob(db: Path, blob_hex: str, data: bytes | None) -> None:
 
 
 def _first_message(db: Path) -> str:
-    store = native.read_store(db, max_blob=1 << 30)
+    store, _ = walk(db)
     return store.messages[0]
 
 
@@ -143,10 +152,10 @@ def test_id_mismatch_names_it(tmp_path: Path) -> None:
 
 def test_non_json_message_names_it(tmp_path: Path) -> None:
     db = copy_store("multi-turn", tmp_path)
-    store = native.read_store(db, max_blob=1 << 30)
+    store, blobs = walk(db)
     bad = b"\x00not json"
     bad_id = hashlib.sha256(bad).hexdigest()
-    root = proto.decode("ConversationStateStructure", store.blobs[store.root_id].data)
+    root = proto.decode("ConversationStateStructure", blobs[store.root_id][1])
     root.root_prompt_messages_json[0] = bytes.fromhex(bad_id)
     root_bytes = proto.encode(root)
     root_id = hashlib.sha256(root_bytes).hexdigest()
@@ -192,7 +201,7 @@ def test_reads_uncheckpointed_wal_while_writer_open(tmp_path: Path) -> None:
     writer.commit()  # committed into store.db-wal, not yet in store.db
     try:
         assert (tmp_path / "store.db-wal").stat().st_size > 0
-        store = native.read_store(db, max_blob=1 << 30)
-        assert store.other_meta == {"name": "legacy title row"}
+        with native.read_store(db, max_blob=1 << 30) as store:
+            assert store.other_meta == {"name": "legacy title row"}
     finally:
         writer.close()

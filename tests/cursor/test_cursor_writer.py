@@ -157,12 +157,13 @@ def test_lowered_round_trip_keeps_every_record(tmp_path: Path) -> None:
 def test_lowered_root_re_decodes_to_its_ids(tmp_path: Path) -> None:
     emit(CODEC.plan(_built()), tmp_path / "out")
     (readout,) = (tmp_path / "out" / "cursor").glob("*.readout.json")
-    parsed = native.parse_readout(readout.read_bytes(), "r", max_blob=1 << 30)
-    root_hex = parsed.doc["latest_root_blob_id"]
-    root = proto.decode("ConversationStateStructure", parsed.blobs[root_hex])
-    assert proto.encode(root) == parsed.blobs[root_hex]
-    for raw in [*root.root_prompt_messages_json, *root.turns]:
-        assert native.blob_id(parsed.blobs[raw.hex()]) == raw.hex()
+    with native.read_readout(readout, max_blob=1 << 30) as store:
+        root_hex = json.loads(readout.read_bytes())["latest_root_blob_id"]
+        root_bytes = store.source.get(root_hex)
+        root = proto.decode("ConversationStateStructure", root_bytes)
+        assert proto.encode(root) == root_bytes
+        for raw in [*root.root_prompt_messages_json, *root.turns]:
+            assert native.blob_id(store.source.get(raw.hex()) or b"") == raw.hex()
     assert list(root.previous_workspace_uris) == ["file:///work/app"]
 
 

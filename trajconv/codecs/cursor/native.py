@@ -14,6 +14,9 @@ Only blobs reachable from the root are read (a store keeps every superseded
 blob), each checked against its id. ``blobEncryptionKey`` is a credential sent
 to Cursor's backend; it is removed here, before anything else sees the meta.
 
+Blobs are read one at a time, in walk order, and handed to the caller; only
+their ids and roles are kept, so memory does not grow with the session (issue 10).
+
 The readout (``cursor-agent-sqlite-readout-v1``) is the portable, lossless
 logical copy of those rows: every meta row, every blob base64, plus provenance.
 """
@@ -21,22 +24,26 @@ logical copy of those rows: every meta row, every blob base64, plus provenance.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import re
 import shutil
 import sqlite3
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
+import orjson
 from google.protobuf.message import DecodeError
 
 from trajconv.codecs.cursor import proto
 from trajconv.errors import FormatError
+from trajconv.snapshot.spool import CHUNK
 
 READOUT_FORMAT = "cursor-agent-sqlite-readout-v1"
 META_KEY = "0"
@@ -61,38 +68,44 @@ ID_BYTES = 32
 JsonObj = dict[str, Any]
 
 
-@dataclass
-class CursorBlob:
-    """One referenced blob: its id (hex), bytes, and what referenced it first."""
-
-    id: str
-    data: bytes
-    role: str
-    """``root``, ``message``, ``turn``, ``user-message``, ``step``, ``shell``, ``todo``,
-    ``summary``, ``plan``, ``summary-archive``, ``archived-message``, ``subagent-state``."""
+OnBlob = Callable[[str, str, bytes], None]
+"""Called once per referenced blob, at its first reference: ``(id, role, bytes)``. Roles:
+``root``, ``message``, ``turn``, ``user-message``, ``step``, ``shell``, ``todo``,
+``summary``, ``plan``, ``summary-archive``, ``archived-message``, ``subagent-state``."""
+OnMessage = Callable[[int, str, Any], None]
+"""Called for each root field-1 position in order: ``(position, blob id, parsed JSON)``."""
 
 
 @dataclass
 class CursorStore:
-    """What the reader takes from one store: meta (secrets removed) and referenced blobs."""
+    """One opened store or readout: its meta (secrets removed), then what :meth:`walk` read."""
 
     path: Path
+    source: BlobSource
+    max_blob: int
     agent_id: str
     meta: JsonObj
     """Decoded ``meta["0"]`` without credential keys."""
     other_meta: dict[str, str]
     """Other ``meta`` rows, verbatim (older or third-party stores)."""
     root_id: str
-    root: Any
-    blobs: dict[str, CursorBlob]
-    """Referenced blobs by id, in walk order (root first)."""
-    messages: list[str]
-    """Root field 1: message blob ids in order (ids may repeat)."""
     dropped_secrets: list[str] = field(default_factory=list)
     """Names (never values) of credential keys removed from meta."""
+    user_version: int | None = None
+    root: Any = None
+    """The decoded root blob, once walked."""
+    roles: dict[str, str] = field(default_factory=dict)
+    """Referenced blob ids -> the role that referenced them first, in walk order (root first)."""
+    messages: list[str] = field(default_factory=list)
+    """Root field 1: message blob ids in order (ids may repeat)."""
     unknown_fields: Counter[str] = field(default_factory=Counter)
     """Unknown protobuf fields by ``<message>.<number>:<wire type>``."""
-    user_version: int | None = None
+
+    def walk(self, on_blob: OnBlob, on_message: OnMessage) -> None:
+        """Read, verify and hand over every blob the root references, one at a time."""
+        walker = _Walker(self, on_blob)
+        self.root = walker.pb(self.root_id, "root", "ConversationStateStructure")
+        walker.walk_root(self.root, on_message)
 
     @property
     def workspace_uris(self) -> list[str]:
@@ -180,12 +193,23 @@ class SqliteBlobSource(BlobSource):
 
 
 class ReadoutBlobSource(BlobSource):
-    def __init__(self, blobs: dict[str, bytes], name: str) -> None:
-        self.blobs = blobs
+    """A readout's blobs, each read from the file when asked for (the scan kept where)."""
+
+    def __init__(self, fh: BinaryIO, spans: dict[str, tuple[int, int]], name: str) -> None:
+        self.fh = fh
+        self.spans = spans
+        """Blob id -> file offset and length of its base64 JSON string, quotes included."""
         self.name = name
 
     def get(self, blob_hex: str) -> bytes | None:
-        return self.blobs.get(blob_hex)
+        span = self.spans.get(blob_hex)
+        if span is None:
+            return None
+        self.fh.seek(span[0])
+        try:
+            return base64.b64decode(json.loads(self.fh.read(span[1])), validate=True)
+        except ValueError:
+            raise FormatError(self.name, "blob data is not base64", blob=blob_hex) from None
 
 
 def _connect_ro(path: Path) -> sqlite3.Connection:
@@ -248,32 +272,31 @@ def _hexid(raw: bytes, where: str, ref: str) -> str:
 
 
 class _Walker:
-    def __init__(self, source: BlobSource, max_blob: int, where: str) -> None:
-        self.source = source
-        self.max_blob = max_blob
-        self.where = where
-        self.blobs: dict[str, CursorBlob] = {}
-        self.unknown: Counter[str] = Counter()
-        self.total = 0
+    def __init__(self, store: CursorStore, on_blob: OnBlob) -> None:
+        self.store = store
+        self.where = str(store.path)
+        self.on_blob = on_blob
 
     def fetch(self, blob_hex: str, role: str) -> bytes:
-        seen = self.blobs.get(blob_hex)
-        if seen is not None:
-            return seen.data
-        data = self.source.get(blob_hex)
+        """A blob's bytes, read from the source each time it is needed (nothing is cached);
+        the first time, checked against its id and handed to ``on_blob``."""
+        data = self.store.source.get(blob_hex)
         if data is None:
             raise FormatError(self.where, f"referenced {role} blob is missing", blob=blob_hex)
-        if len(data) > self.max_blob:
+        roles = self.store.roles
+        if blob_hex in roles:
+            return data  # checked at its first reference; the source is read-only
+        if len(data) > self.store.max_blob:
             raise FormatError(
                 self.where,
                 f"{role} blob is {len(data)} bytes, over the "
-                f"max_line_bytes limit ({self.max_blob})",
+                f"max_line_bytes limit ({self.store.max_blob})",
                 blob=blob_hex,
             )
         if blob_id(data) != blob_hex:
             raise FormatError(self.where, "blob sha256 does not match its id", blob=blob_hex)
-        self.total += len(data)
-        self.blobs[blob_hex] = CursorBlob(blob_hex, data, role)
+        roles[blob_hex] = role
+        self.on_blob(blob_hex, role, data)
         return data
 
     def pb(self, blob_hex: str, role: str, type_name: str) -> Any:
@@ -285,17 +308,28 @@ class _Walker:
                 self.where, f"{role} blob is not a {type_name} ({exc})", blob=blob_hex
             ) from None
         for key, n in proto.unknown_counts(msg).items():
-            self.unknown[f"{type_name}.{key}"] += n
+            self.store.unknown_fields[f"{type_name}.{key}"] += n
         return msg
 
     def ref(self, raw: bytes, role: str) -> str:
         return _hexid(raw, self.where, role)
 
-    def walk_root(self, root: Any) -> list[str]:
-        """Fetch and verify every blob the root references; return field-1 ids."""
-        messages = [self.ref(raw, "message") for raw in root.root_prompt_messages_json]
-        for m in messages:
-            self.fetch(m, "message")
+    def message(self, blob_hex: str) -> Any:
+        data = self.fetch(blob_hex, "message")
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise FormatError(
+                self.where, f"message blob is not UTF-8 JSON ({exc})", blob=blob_hex
+            ) from None
+
+    def walk_root(self, root: Any, on_message: OnMessage) -> None:
+        """Fetch and verify every blob the root references; field-1 messages go to
+        ``on_message`` as they are read, so none is held once projected."""
+        messages = self.store.messages
+        messages.extend(self.ref(raw, "message") for raw in root.root_prompt_messages_json)
+        for pos, m in enumerate(messages):
+            on_message(pos, m, self.message(m))
         for raw in root.turns:
             turn = self.pb(self.ref(raw, "turn"), "turn", "ConversationTurnStructure")
             which = turn.WhichOneof("turn")
@@ -337,19 +371,18 @@ class _Walker:
             entry = proto.decode("StringBytesEntry", raw)
             if entry.value:
                 self.fetch(self.ref(entry.value, "subagent-state"), "subagent-state")
-        return messages
 
 
-def load(
+def _open(
     source: BlobSource,
     meta_rows: dict[str, str],
-    where: str,
     path: Path,
     *,
     max_blob: int,
     user_version: int | None = None,
 ) -> CursorStore:
-    """Decode meta, walk the root, verify blobs: shared by the SQLite and readout paths."""
+    """Decode meta and find the root: shared by the SQLite and readout paths."""
+    where = str(path)
     raw_meta = meta_rows.get(META_KEY)
     if raw_meta is None:
         raise FormatError(where, "no meta row '0' (agent metadata)", row="meta:0")
@@ -363,25 +396,22 @@ def load(
     if not isinstance(agent_id, str) or not agent_id:
         # Cursor defaults agentId to the folder name when metadata lacks it (section 1).
         agent_id = path.parent.name
-    walker = _Walker(source, max_blob, where)
-    root = walker.pb(root_id, "root", "ConversationStateStructure")
-    messages = walker.walk_root(root)
     return CursorStore(
         path=path,
+        source=source,
+        max_blob=max_blob,
         agent_id=agent_id,
         meta=meta,
         other_meta={k: v for k, v in meta_rows.items() if k != META_KEY},
         root_id=root_id,
-        root=root,
-        blobs=walker.blobs,
-        messages=messages,
         dropped_secrets=dropped,
-        unknown_fields=walker.unknown,
         user_version=user_version,
     )
 
 
-def read_store(path: Path, *, max_blob: int) -> CursorStore:
+@contextlib.contextmanager
+def read_store(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
+    """The store opened read-only for one walk; closed (and any private copy removed) after."""
     opened = open_store(path)
     try:
         con = opened.con
@@ -391,10 +421,9 @@ def read_store(path: Path, *, max_blob: int) -> CursorStore:
         except sqlite3.DatabaseError as exc:
             raise FormatError(path, f"no AgentKv meta table ({exc})") from None
         meta_rows = {str(k): v for k, v in rows if isinstance(v, str)}
-        return load(
+        yield _open(
             SqliteBlobSource(con, str(path)),
             meta_rows,
-            str(path),
             path,
             max_blob=max_blob,
             user_version=int(version),
@@ -408,113 +437,353 @@ def read_store(path: Path, *, max_blob: int) -> CursorStore:
 # --------------------------------------------------------------------------- readout
 
 
-def readout_document(
+class Members(dict[str, Any]):
+    """A JSON object :func:`json_chunks` writes member by member (some members stream)."""
+
+
+@dataclass(frozen=True)
+class Items:
+    """A JSON array :func:`json_chunks` writes element by element, never holding it whole."""
+
+    items: Iterable[Any]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A JSON value given as its text (a blob's base64, made without a ``str`` copy)."""
+
+    text: bytes
+
+
+def _plain(value: Any, pad: bytes) -> bytes:
+    """A value without streamed parts, as ``OPT_INDENT_2`` writes it after ``pad``.
+
+    JSON strings hold no raw newline, so each newline starts a line of the value's own
+    layout, which moves right by the indentation of the place it is written at.
+    """
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", pad)
+
+
+def _indented(value: Any, depth: int) -> Iterator[bytes]:
+    """``value`` as ``orjson`` ``OPT_INDENT_2`` writes it ``depth`` levels deep, with
+    :class:`Members` and :class:`Items` written as they come."""
+    pad = b"\n" + b"  " * depth
+    inner = pad + b"  "
+    streamed = (Members, Items)
+    if isinstance(value, Members) and value:
+        sep = b"{"
+        for key, item in value.items():
+            head = sep + inner + orjson.dumps(key) + b": "
+            if isinstance(item, streamed):
+                yield head
+                yield from _indented(item, depth + 1)
+            elif isinstance(item, Raw):
+                yield head
+                yield item.text
+            else:
+                yield head + _plain(item, inner)
+            sep = b","
+        yield pad + b"}"
+    elif isinstance(value, Items):
+        sep = b"["
+        for item in value.items:
+            if isinstance(item, streamed):
+                yield sep + inner
+                yield from _indented(item, depth + 1)
+            else:
+                yield sep + inner + _plain(item, inner)
+            sep = b","
+        yield b"[]" if sep == b"[" else pad + b"]"
+    else:
+        yield _plain(value, pad)
+
+
+def json_chunks(value: Any, size: int = 1 << 20) -> Iterator[bytes]:
+    """``orjson.dumps(value, option=OPT_INDENT_2)`` in chunks of about ``size`` bytes, with
+    :class:`Members` and :class:`Items` parts streamed as they come (:class:`Raw` members
+    as given)."""
+    buf: list[bytes] = []
+    held = 0
+    for piece in _indented(value, 0):
+        buf.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(buf)
+            buf.clear()
+            held = 0
+    if buf:
+        yield b"".join(buf)
+
+
+def readout_chunks(
     *,
     agent_id: str,
     cwd: str | None,
     meta: JsonObj,
     other_meta: dict[str, str],
-    blobs: list[tuple[str, bytes]],
-    provenance: JsonObj | None,
-) -> JsonObj:
-    """The ``cursor-agent-sqlite-readout-v1`` JSON document (credential keys never written)."""
+    blobs: Iterable[tuple[str, bytes]],
+    provenance: Members,
+) -> Iterator[bytes]:
+    """The ``cursor-agent-sqlite-readout-v1`` JSON document in chunks, each blob base64
+    encoded as it comes (credential keys never written)."""
     clean, _ = strip_secrets(meta)
     rows = [{"key": META_KEY, "value": encode_meta_value(clean)}]
     rows += [{"key": k, "value": v} for k, v in sorted(other_meta.items())]
-    doc: JsonObj = {
-        "format": READOUT_FORMAT,
-        "agent_id": agent_id,
-        "cwd": cwd,
-        "user_version": 1,
-        "latest_root_blob_id": clean.get("latestRootBlobId"),
-        "meta": rows,
-        "meta_decoded": clean,
-        "blobs": [
-            {"id": bid, "size": len(data), "data": base64.b64encode(data).decode("ascii")}
+    doc = Members(
+        format=READOUT_FORMAT,
+        agent_id=agent_id,
+        cwd=cwd,
+        user_version=1,
+        latest_root_blob_id=clean.get("latestRootBlobId"),
+        meta=rows,
+        meta_decoded=clean,
+        blobs=Items(
+            Members(id=bid, size=len(data), data=Raw(b'"' + base64.b64encode(data) + b'"'))
             for bid, data in blobs
-        ],
-    }
-    if provenance is not None:
-        doc["provenance"] = provenance
-    return doc
-
-
-@dataclass
-class Readout:
-    agent_id: str
-    cwd: str | None
-    meta_rows: dict[str, str]
-    blobs: dict[str, bytes]
-    doc: JsonObj
-
-
-def parse_readout(data: bytes, where: str, *, max_blob: int) -> Readout:
-    try:
-        doc = json.loads(data)
-    except ValueError as exc:
-        raise FormatError(where, f"readout is not JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != READOUT_FORMAT:
-        raise FormatError(where, f"not a {READOUT_FORMAT} document")
-    rows: dict[str, str] = {}
-    for i, row in enumerate(doc.get("meta") or []):
-        if not (
-            isinstance(row, dict)
-            and isinstance(row.get("key"), str)
-            and isinstance(row.get("value"), str)
-        ):
-            raise FormatError(where, f"meta[{i}] is not {{key, value}} strings")
-        rows[row["key"]] = row["value"]
-    blobs: dict[str, bytes] = {}
-    for i, entry in enumerate(doc.get("blobs") or []):
-        if not (
-            isinstance(entry, dict)
-            and isinstance(entry.get("id"), str)
-            and isinstance(entry.get("data"), str)
-        ):
-            raise FormatError(where, f"blobs[{i}] is not {{id, data}}")
-        try:
-            raw = base64.b64decode(entry["data"], validate=True)
-        except ValueError:
-            raise FormatError(where, f"blobs[{i}] data is not base64", blob=entry["id"]) from None
-        if len(raw) > max_blob:
-            raise FormatError(
-                where, f"blobs[{i}] is over the max_line_bytes limit", blob=entry["id"]
-            )
-        blobs[entry["id"]] = raw
-    agent = doc.get("agent_id")
-    cwd = doc.get("cwd")
-    return Readout(
-        agent_id=agent if isinstance(agent, str) else "",
-        cwd=cwd if isinstance(cwd, str) else None,
-        meta_rows=rows,
-        blobs=blobs,
-        doc=doc,
+        ),
+        provenance=provenance,
     )
+    yield from json_chunks(doc)
+    yield b"\n"
 
 
-def read_readout(path: Path, *, max_blob: int) -> CursorStore:
-    readout = parse_readout(path.read_bytes(), str(path), max_blob=max_blob)
-    store = load(
-        ReadoutBlobSource(readout.blobs, str(path)),
-        readout.meta_rows,
-        str(path),
-        path,
-        max_blob=max_blob,
-        user_version=readout.doc.get("user_version"),
-    )
-    if readout.agent_id and store.agent_id != readout.agent_id:
-        raise FormatError(path, "readout agent_id differs from meta agentId")
-    return store
+class _Scanner:
+    """A JSON document read front to back in chunks: small values are parsed, a long
+    string can be passed over keeping only its place, so the file is never held whole."""
 
+    _SPACE = re.compile(rb"[ \t\n\r]*")
+    _SCALAR = re.compile(rb"[^ \t\n\r,:\]}]*")
+    # A string's body up to its closing quote, and everything up to the next bracket that
+    # is not in a string: runs are taken whole, so Python steps only from bracket to bracket.
+    _STRING = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+    _FILLER = re.compile(rb'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*', re.DOTALL)
 
-def iter_message_json(store: CursorStore) -> Iterator[tuple[int, str, Any]]:
-    """Field-1 messages in order: (position, blob id, parsed JSON); FormatError if not JSON."""
-    for pos, bid in enumerate(store.messages):
-        data = store.blobs[bid].data
+    def __init__(self, fh: BinaryIO, where: str) -> None:
+        self.fh = fh
+        self.where = where
+        self.buf = b""
+        self.at = 0
+        self.base = 0  # file offset of buf[0]
+        self.mark: int | None = None  # start of the value being parsed, kept across reads
+
+    def _more(self) -> bool:
+        chunk = self.fh.read(CHUNK)
+        if not chunk:
+            return False
+        cut = self.at if self.mark is None else self.mark
+        self.buf = self.buf[cut:] + chunk
+        self.base += cut
+        self.at -= cut
+        if self.mark is not None:
+            self.mark = 0
+        return True
+
+    def _past(self, pattern: re.Pattern[bytes]) -> None:
+        match = pattern.match(self.buf, self.at)
+        assert match is not None  # each pattern matches the empty string
+        self.at = match.end()
+
+    def error(self, what: str) -> FormatError:
+        return FormatError(
+            self.where, f"readout is not JSON ({what} at byte {self.base + self.at})"
+        )
+
+    def peek(self) -> int:
+        """The next byte that is not white space (not taken); -1 at the end."""
+        while True:
+            self._past(self._SPACE)
+            if self.at < len(self.buf):
+                return self.buf[self.at]
+            if not self._more():
+                return -1
+
+    def take(self, char: bytes) -> None:
+        if self.peek() != char[0]:
+            raise self.error(f"expected {char.decode()}")
+        self.at += 1
+
+    def items(self, close: bytes, *, started: bool = False) -> Iterator[None]:
+        """Once per member of the object, or element of the array, just opened (``started``
+        when its first member was taken already)."""
+        if not started:
+            if self.peek() == close[0]:
+                self.at += 1
+                return
+            yield
+        while self.peek() != close[0]:
+            self.take(b",")
+            yield
+        self.at += 1
+
+    def head(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
+        """Take what ``pattern`` (a short, common shape) matches here, if it does."""
+        self.peek()
+        if len(self.buf) - self.at < 1024:
+            self._more()
+        match = pattern.match(self.buf, self.at)
+        if match is not None:
+            self.at = match.end()
+        return match
+
+    def string(self) -> tuple[int, int]:
+        """Pass over a string: its file offset and length, quotes included."""
+        self.take(b'"')
+        start = self.base + self.at - 1
+        while True:
+            self._past(self._STRING)
+            if self.at < len(self.buf) and self.buf[self.at] == ord('"'):
+                self.at += 1
+                return start, self.base + self.at - start
+            if not self._more():  # else the chunk ended in the string (or in an escape)
+                raise self.error("unterminated string")
+
+    def text(self) -> str:
+        """Parse one string (a member name, an id)."""
+        if self.peek() != ord('"'):
+            raise self.error("expected a string")
+        self.mark = self.at
+        self.string()
+        raw = self.buf[self.mark : self.at]
+        self.mark = None
         try:
-            value = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise FormatError(
-                store.path, f"message blob is not UTF-8 JSON ({exc})", blob=bid
-            ) from None
-        yield pos, bid, value
+            if b"\\" in raw:  # escapes need the JSON decoder; most strings have none
+                value: str = json.loads(raw)
+                return value
+            return raw[1:-1].decode("utf-8")
+        except ValueError as exc:  # a UnicodeDecodeError too
+            raise self.error(str(exc)) from None
+
+    def skip(self) -> None:
+        """Pass over one value."""
+        first = self.peek()
+        if first == ord('"'):
+            self.string()
+        elif first in (ord("["), ord("{")):
+            depth = 0
+            while True:
+                self._past(self._FILLER)
+                if self.at == len(self.buf):
+                    if not self._more():
+                        raise self.error("unterminated value")
+                    continue
+                mark = self.buf[self.at]
+                if mark == ord('"'):  # a string the chunk ends in
+                    self.string()
+                    continue
+                self.at += 1
+                depth += 1 if mark in b"[{" else -1
+                if depth == 0:
+                    return
+        else:
+            self._past(self._SCALAR)
+            while self.at == len(self.buf) and self._more():
+                self._past(self._SCALAR)
+
+    def value(self) -> Any:
+        """Parse one value (a small one: it is held while it is read)."""
+        self.peek()
+        self.mark = self.at
+        self.skip()
+        text = self.buf[self.mark : self.at]
+        self.mark = None
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+
+
+# How the writer starts every blob entry, up to the data string: taken in one step, where
+# any other shape is read member by member.
+_BLOB_HEAD = re.compile(
+    rb'\{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*"([0-9a-f]{64})"[ \t\n\r]*,'
+    rb'[ \t\n\r]*"size"[ \t\n\r]*:[ \t\n\r]*[0-9]+[ \t\n\r]*,'
+    rb'[ \t\n\r]*"data"[ \t\n\r]*:[ \t\n\r]*(?=")'
+)
+
+
+def _scan_blob(sc: _Scanner, i: int, max_blob: int) -> tuple[str, tuple[int, int]]:
+    """One ``blobs`` entry: its id, and where its base64 is."""
+    entry: JsonObj = {}
+    span: tuple[int, int] | None = None
+    quick = sc.head(_BLOB_HEAD)
+    if quick is not None:
+        entry["id"] = quick.group(1).decode("ascii")
+        span = sc.string()
+    if quick is not None or sc.peek() == ord("{"):
+        if quick is None:
+            sc.take(b"{")
+        for _ in sc.items(b"}", started=quick is not None):
+            key = sc.text()
+            sc.take(b":")
+            if key == "data" and sc.peek() == ord('"'):
+                span = sc.string()
+            else:
+                entry[key] = sc.value()
+    else:
+        sc.skip()
+    bid = entry.get("id")
+    if not isinstance(bid, str) or span is None:
+        raise FormatError(sc.where, f"blobs[{i}] is not {{id, data}}")
+    # Even if every character were an escape pair, this much base64 decodes to more.
+    if (span[1] - 2) // 8 * 3 > max_blob:
+        raise FormatError(sc.where, f"blobs[{i}] is over the max_line_bytes limit", blob=bid)
+    return bid, span
+
+
+def _scan_readout(sc: _Scanner, max_blob: int) -> tuple[JsonObj, dict[str, tuple[int, int]]]:
+    """The readout members a store is rebuilt from, and where each blob's base64 is.
+
+    The rest is passed over unparsed: ``provenance`` (the source records) and
+    ``meta_decoded``, so no credential a third-party readout left there is even decoded.
+    """
+    if sc.peek() != ord("{"):
+        raise FormatError(sc.where, f"not a {READOUT_FORMAT} document")
+    sc.take(b"{")
+    doc: JsonObj = {}
+    spans: dict[str, tuple[int, int]] = {}
+    for _ in sc.items(b"}"):
+        key = sc.text()
+        sc.take(b":")
+        if key == "blobs" and sc.peek() == ord("["):
+            sc.take(b"[")
+            for i, _ in enumerate(sc.items(b"]")):
+                bid, span = _scan_blob(sc, i, max_blob)
+                spans[bid] = span
+        elif key in ("format", "agent_id", "user_version", "meta"):
+            doc[key] = sc.value()
+        else:
+            sc.skip()
+    if sc.peek() != -1:
+        raise sc.error("data after the document")
+    return doc, spans
+
+
+@contextlib.contextmanager
+def read_readout(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
+    """A readout opened for one walk: scanned once for meta and blob places; each blob is
+    read from the file when the walk reaches it."""
+    where = str(path)
+    with path.open("rb") as fh:
+        doc, spans = _scan_readout(_Scanner(fh, where), max_blob)
+        if doc.get("format") != READOUT_FORMAT:
+            raise FormatError(where, f"not a {READOUT_FORMAT} document")
+        rows: dict[str, str] = {}
+        for i, row in enumerate(doc.get("meta") or []):
+            if not (
+                isinstance(row, dict)
+                and isinstance(row.get("key"), str)
+                and isinstance(row.get("value"), str)
+            ):
+                raise FormatError(where, f"meta[{i}] is not {{key, value}} strings")
+            rows[row["key"]] = row["value"]
+        store = _open(
+            ReadoutBlobSource(fh, spans, where),
+            rows,
+            path,
+            max_blob=max_blob,
+            user_version=doc.get("user_version"),
+        )
+        agent = doc.get("agent_id")
+        if isinstance(agent, str) and agent and store.agent_id != agent:
+            raise FormatError(path, "readout agent_id differs from meta agentId")
+        yield store

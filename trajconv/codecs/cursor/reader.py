@@ -21,7 +21,9 @@ root state item and unknown protobuf field listed above.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +82,13 @@ def root_state_items(root: Any) -> list[tuple[str, int]]:
 
 
 class _Projector:
-    def __init__(self, b: SnapshotBuilder, store: native.CursorStore, limits: Limits) -> None:
+    """Takes the walk's blobs and messages as they are read: artifacts and records."""
+
+    def __init__(self, b: SnapshotBuilder, path: Path, limits: Limits) -> None:
         self.b = b
-        self.store = store
+        self.path = path
         self.limits = limits
+        self.total = 0
         self.turn: int | None = None
         self.calls: dict[str, int] = {}
         self.answered: set[str] = set()
@@ -96,11 +101,16 @@ class _Projector:
             native_id=bid,
         )
 
+    def blob(self, bid: str, role: str, data: bytes) -> None:
+        self.total += len(data)
+        self.limits.check("max_session_bytes", self.total, self.path)
+        name = blob_artifact(bid, role)
+        media = "application/json" if name.endswith(".json") else "application/x-protobuf"
+        self.b.add_artifact(name, media, data)
+
     def message(self, pos: int, bid: str, obj: Any) -> None:
         if not isinstance(obj, dict) or not isinstance(obj.get("role"), str):
-            raise FormatError(
-                self.store.path, "message blob is not a {role, content} object", blob=bid
-            )
+            raise FormatError(self.path, "message blob is not a {role, content} object", blob=bid)
         role = obj["role"]
         cur = _cursor_opts(obj)
         model = _str(cur.get("modelName"))
@@ -122,7 +132,7 @@ class _Projector:
         for index, (path, part) in enumerate(parts):
             rid = f"cursor:{pos}.{index}"
             self.part(role, rid, bid, path, part, model, cur, user_kind)
-            self.limits.check("max_records", self.b.record_count, self.store.path)
+            self.limits.check("max_records", self.b.record_count, self.path)
 
     def part(
         self,
@@ -207,22 +217,23 @@ class _Projector:
                 self.b.diagnostics.add("pending-tool-call", f"cursor:{self.calls[call_id]}")
 
 
-def _index(store: native.CursorStore, state: list[tuple[str, int]]) -> dict[str, Any]:
-    return {
-        "format": INDEX_FORMAT,
-        "agent_id": store.agent_id,
-        "root": store.root_id,
-        "cwd": store.cwd,
-        "user_version": store.user_version,
-        "messages": store.messages,
-        "blobs": [
-            {"id": blob.id, "role": blob.role, "artifact": blob_artifact(blob.id, blob.role)}
-            for blob in store.blobs.values()
-        ],
-        "root_fields": sorted(f.name for f, _ in store.root.ListFields()),
-        "root_state": dict(state),
-        "unknown_fields": dict(sorted(store.unknown_fields.items())),
-    }
+def _index(store: native.CursorStore, state: list[tuple[str, int]]) -> native.Members:
+    """The store index; its ``blobs`` list is written entry by entry."""
+    return native.Members(
+        format=INDEX_FORMAT,
+        agent_id=store.agent_id,
+        root=store.root_id,
+        cwd=store.cwd,
+        user_version=store.user_version,
+        messages=store.messages,
+        blobs=native.Items(
+            {"id": bid, "role": role, "artifact": blob_artifact(bid, role)}
+            for bid, role in store.roles.items()
+        ),
+        root_fields=sorted(f.name for f, _ in store.root.ListFields()),
+        root_state=dict(state),
+        unknown_fields=dict(sorted(store.unknown_fields.items())),
+    )
 
 
 def session_of(store: native.CursorStore) -> Session:
@@ -246,11 +257,15 @@ def session_of(store: native.CursorStore) -> Session:
     )
 
 
-def read_native(path: Path, limits: Limits) -> native.CursorStore:
+@contextlib.contextmanager
+def open_native(path: Path, limits: Limits) -> Iterator[native.CursorStore]:
     if path.name.endswith(layout.READOUT_SUFFIX) or path.suffix == ".json":
-        return native.read_readout(path, max_blob=limits.max_line_bytes)
+        with native.read_readout(path, max_blob=limits.max_line_bytes) as readout:
+            yield readout
+        return
     try:
-        return native.read_store(path, max_blob=limits.max_line_bytes)
+        with native.read_store(path, max_blob=limits.max_line_bytes) as store:
+            yield store
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         # A damaged page can surface anywhere in a query; it is bad input, not a crash.
         raise FormatError(path, f"damaged SQLite store ({type(exc).__name__}: {exc})") from None
@@ -259,46 +274,39 @@ def read_native(path: Path, limits: Limits) -> native.CursorStore:
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     target = layout.resolve(path, session)
-    store = read_native(target, limits)
-    total = sum(len(blob.data) for blob in store.blobs.values())
-    limits.check("max_session_bytes", total, target)
-    b = SnapshotBuilder(
-        Source(
-            harness="cursor",
-            harness_version=None,
-            session_id=store.agent_id,
-            locator=layout.locator(target),
-        ),
-        READER,
-    )
+    with open_native(target, limits) as store:
+        b = SnapshotBuilder(
+            Source(
+                harness="cursor",
+                harness_version=None,
+                session_id=store.agent_id,
+                locator=layout.locator(target),
+            ),
+            READER,
+        )
+        # Before the blobs: the order of secret-dropped samples is part of the Snapshot.
+        b.add_artifact(
+            META_ARTIFACT,
+            "application/json",
+            orjson.dumps(
+                {"meta": store.meta, "other_rows": store.other_meta}, option=orjson.OPT_INDENT_2
+            ),
+        )
+        proj = _Projector(b, target, limits)
+        store.walk(proj.blob, proj.message)
     b.session = session_of(store)
     state = root_state_items(store.root)
-    b.add_artifact(
-        INDEX, "application/json", orjson.dumps(_index(store, state), option=orjson.OPT_INDENT_2)
-    )
-    b.add_artifact(
-        META_ARTIFACT,
-        "application/json",
-        orjson.dumps(
-            {"meta": store.meta, "other_rows": store.other_meta}, option=orjson.OPT_INDENT_2
-        ),
-    )
-    for blob in store.blobs.values():
-        media = (
-            "application/json"
-            if blob_artifact(blob.id, blob.role).endswith(".json")
-            else "application/x-protobuf"
-        )
-        b.add_artifact(blob_artifact(blob.id, blob.role), media, blob.data)
+    # The index lists every blob, so it is written in pieces; it holds no native keys,
+    # only ids, roles and field names, so there is no credential to strip.
+    with b.artifact_writer(INDEX, "application/json") as out:
+        for chunk in native.json_chunks(_index(store, state)):
+            out.write(chunk)
     for name in store.dropped_secrets:  # the key name only; the value is gone already
         b.diagnostics.add("secret-dropped", f"meta.{name}")
     for name, count in state:
         b.diagnostics.add("compaction-state", f"root.{name}", count=count)
     for key, count in sorted(store.unknown_fields.items()):
         b.diagnostics.add("unknown-kind", f"protobuf {key}", count=count)
-    proj = _Projector(b, store, limits)
-    for pos, bid, obj in native.iter_message_json(store):
-        proj.message(pos, bid, obj)
     proj.finish()
     return b.build()
 
@@ -310,11 +318,11 @@ def units_seen(snapshot: Snapshot) -> int:
     unknown protobuf field (the conservation test compares this with records +
     unit diagnostics).
     """
-    arts = {a.name: a for a in snapshot.artifacts}
-    index = orjson.loads((arts[INDEX].data or "").encode("utf-8"))
+    arts = {a.name: a for a in snapshot.artifacts}  # fixture-sized: tests only
+    index = orjson.loads(arts[INDEX].read() or b"")
     units: int = sum(index["root_state"].values()) + sum(index["unknown_fields"].values())
     for bid in index["messages"]:
-        obj = orjson.loads((arts[blob_artifact(bid, "message")].data or "").encode("utf-8"))
+        obj = orjson.loads(arts[blob_artifact(bid, "message")].read() or b"")
         content = obj.get("content")
         units += 1 if isinstance(content, str) else len(content) if isinstance(content, list) else 1
     return units

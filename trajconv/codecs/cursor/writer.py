@@ -23,19 +23,31 @@ Cursor messages have no per-message time, so record times are
 
 from __future__ import annotations
 
-import base64
+import json
+import re
 import uuid
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from importlib import resources
 from typing import Any
 
 import orjson
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, safe_component
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    dropped_code,
+    safe_component,
+)
 from trajconv.codecs.cursor import layout, native, proto, reader
-from trajconv.errors import RefusedError
+from trajconv.errors import RefusedError, VerifyError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Artifact, Snapshot
+from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.spool import Spool, artifact_lookup, record_dicts
+
+Blobs = Callable[[], Iterator[tuple[str, bytes]]]
+"""The readout's blobs, root first, read one at a time when the export is written."""
 
 #: Root state kinds a reader reports that Cursor cannot be handed back truthfully
 #: without the original blobs (compaction archives, subagents, branches).
@@ -52,11 +64,6 @@ def _ms(time: str | None) -> int | None:
     return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def _art_bytes(art: Artifact) -> bytes:
-    data = art.data or ""
-    return base64.b64decode(data) if art.encoding == "base64" else data.encode("utf-8")
-
-
 def agent_id(snapshot: Snapshot, diags: Diagnostics) -> str:
     """The store's ``agentId``: the session id when it is a UUID, else uuid5 of the Snapshot."""
     try:
@@ -69,29 +76,79 @@ def agent_id(snapshot: Snapshot, diags: Diagnostics) -> str:
 # --------------------------------------------------------------------------- lossless
 
 
-def _from_cursor(
-    snapshot: Snapshot,
-) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, bytes]]] | None:
-    """Meta, other meta rows and blobs of a Snapshot read from Cursor, or None."""
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _blob_entries(index: bytes) -> Iterator[tuple[str, str]]:
+    """``(blob id, artifact name)`` of each ``blobs`` entry of a store index, decoded one
+    entry at a time: the index lists every blob of the session, so it is never held as
+    objects (``ValueError`` when it is not a JSON object)."""
+    text = index.decode("utf-8")
+    decode = json.JSONDecoder().raw_decode
+
+    def skip(pos: int) -> int:
+        space = _SPACE.match(text, pos)
+        assert space is not None  # the pattern matches the empty string
+        return space.end()
+
+    def after(pos: int, char: str) -> int:
+        pos = skip(pos)
+        if not text.startswith(char, pos):
+            raise ValueError(f"store index: expected {char!r} at {pos}")
+        return skip(pos + 1)
+
+    pos = after(0, "{")
+    while not text.startswith("}", pos):
+        key, pos = decode(text, pos)
+        pos = after(pos, ":")
+        if key != "blobs":
+            _, pos = decode(text, pos)
+        else:
+            pos = after(pos, "[")
+            while not text.startswith("]", pos):
+                entry, pos = decode(text, pos)
+                yield entry["id"], entry["artifact"]
+                pos = skip(pos)
+                if not text.startswith("]", pos):
+                    pos = after(pos, ",")
+            pos += 1
+        pos = skip(pos)
+        if not text.startswith("}", pos):
+            pos = after(pos, ",")
+
+
+def _from_cursor(snapshot: Snapshot) -> tuple[dict[str, Any], dict[str, str], Blobs] | None:
+    """Meta, other meta rows and blobs of a Snapshot read from Cursor, or None.
+
+    Every blob artifact must be there with the blob's own hash (an artifact whose JSON
+    lost a credential-looking member has another), which reads no blob bytes; the bytes
+    are read, and hashed again, one blob at a time as the readout is written.
+    """
     if snapshot.source.harness != "cursor":
         return None
-    arts = {a.name: a for a in snapshot.artifacts}
-    index_art, meta_art = arts.get(reader.INDEX), arts.get(reader.META_ARTIFACT)
-    if index_art is None or meta_art is None or index_art.data is None or meta_art.data is None:
+    artifact = artifact_lookup(snapshot.artifacts)
+    index_art, meta_art = artifact(reader.INDEX), artifact(reader.META_ARTIFACT)
+    if index_art is None or meta_art is None:
         return None
-    index = orjson.loads(_art_bytes(index_art))
-    meta_doc = orjson.loads(_art_bytes(meta_art))
-    blobs: list[tuple[str, bytes]] = []
-    for entry in index.get("blobs", []):
-        art = arts.get(entry["artifact"])
-        if art is None or art.data is None:
+    index, meta_bytes = index_art.read(), meta_art.read()
+    if index is None or meta_bytes is None:
+        return None
+    for bid, name in _blob_entries(index):
+        art = artifact(name)
+        if art is None or art.sha256 != bid:
             return None
-        data = _art_bytes(art)
-        if native.blob_id(data) != entry["id"]:
-            return None
-        blobs.append((entry["id"], data))
+
+    def read() -> Iterator[tuple[str, bytes]]:
+        for bid, name in _blob_entries(index_art.read() or b""):
+            art = artifact(name)
+            data = art.read() if art is not None else None
+            if data is None or native.blob_id(data) != bid:
+                raise VerifyError(f"artifact {name}: bytes missing or not blob {bid}")
+            yield bid, data
+
+    meta_doc = orjson.loads(meta_bytes)
     meta, _ = native.strip_secrets(meta_doc.get("meta", {}))
-    return meta, dict(meta_doc.get("other_rows", {})), blobs
+    return meta, dict(meta_doc.get("other_rows", {})), read
 
 
 # --------------------------------------------------------------------------- lowering
@@ -104,7 +161,15 @@ class _Lowering:
         self.snapshot = snapshot
         self.diags = diags
         self.drop = drop
-        self.blobs: dict[str, bytes] = {}
+        # Blob bytes wait in a spool file until the export is written, so a long session
+        # is never held; only ids and places are kept.
+        self.spool = Spool()
+        self.path = self.spool.new_file("cursor-blobs")
+        self.out = self.path.open("wb")
+        self.blobs: dict[str, tuple[int, int]] = {}
+        """Blob id -> (offset, size) in the spool file, in first-put order."""
+        self.end = 0
+        self.first_time: str | None = None
         self.messages: list[str] = []
         self.turns: list[str] = []
         self.assistant: dict[str, Any] | None = None
@@ -113,7 +178,10 @@ class _Lowering:
 
     def put(self, data: bytes) -> str:
         bid = native.blob_id(data)
-        self.blobs.setdefault(bid, data)
+        if bid not in self.blobs:
+            self.blobs[bid] = (self.end, len(data))
+            self.out.write(data)
+            self.end += len(data)
         return bid
 
     def emit(self, message: dict[str, Any]) -> None:
@@ -157,13 +225,10 @@ class _Lowering:
         return self.assistant
 
     def record(self, rec: Any) -> None:
+        if self.first_time is None and rec.time:
+            self.first_time = rec.time  # the created time when the session has none
         if rec.id in self.drop:
-            code = (
-                "untranslated-pending-call"
-                if rec.kind == "tool-call"
-                else ("untranslated-orphan-result")
-            )
-            self.diags.add(code, rec.id)
+            self.diags.add(dropped_code(rec.kind), rec.id)
             return
         if rec.time is not None:
             self.diags.add("untranslated-time", rec.id)
@@ -237,7 +302,7 @@ class _Lowering:
                 self.diags.add("untranslated-exit-code", rec.id)
             self.emit(tool)
 
-    def finish(self, cwd: str | None) -> tuple[str, list[tuple[str, bytes]]]:
+    def finish(self, cwd: str | None) -> tuple[str, Blobs]:
         self.close_assistant()
         self.close_turn()
         root = proto.new("ConversationStateStructure")
@@ -251,22 +316,28 @@ class _Lowering:
         if [r.hex() for r in again.root_prompt_messages_json] != self.messages:
             raise RefusedError("cursor writer: root protobuf did not re-decode to its ids")
         root_id = self.put(data)
-        ordered = [(root_id, self.blobs[root_id])]
-        ordered += [(bid, blob) for bid, blob in self.blobs.items() if bid != root_id]
-        return root_id, ordered
+        self.out.close()
+
+        def read() -> Iterator[tuple[str, bytes]]:
+            with self.path.open("rb") as fh:
+                for bid in (root_id, *(b for b in self.blobs if b != root_id)):
+                    offset, size = self.blobs[bid]
+                    fh.seek(offset)
+                    yield bid, fh.read(size)
+
+        return root_id, read
 
 
-def _meta(snapshot: Snapshot, agent: str, root_id: str, diags: Diagnostics) -> dict[str, Any]:
+def _meta(
+    snapshot: Snapshot, agent: str, root_id: str, first_time: str | None, diags: Diagnostics
+) -> dict[str, Any]:
     session = snapshot.session
     meta: dict[str, Any] = {"agentId": agent, "latestRootBlobId": root_id}
     if session.title:
         meta["name"] = session.title
     else:
         diags.add("title-missing", "meta.name")
-    created = _ms(session.created_at)
-    if created is None:
-        times = [r.time for r in snapshot.records if r.time]
-        created = _ms(times[0]) if times else None
+    created = _ms(session.created_at or first_time)
     if created is not None:
         meta["createdAt"] = created
     meta["mode"] = "default"
@@ -276,13 +347,14 @@ def _meta(snapshot: Snapshot, agent: str, root_id: str, diags: Diagnostics) -> d
     return meta
 
 
-def _provenance(snapshot: Snapshot) -> dict[str, Any]:
-    return {
-        "snapshot_id": snapshot.id,
-        "source": snapshot.source.model_dump(mode="json"),
-        "session": snapshot.session.model_dump(mode="json"),
-        "records": [r.model_dump(mode="json") for r in snapshot.records],
-    }
+def _provenance(snapshot: Snapshot) -> native.Members:
+    """The source records, written one at a time (a spooled log gives them without models)."""
+    return native.Members(
+        snapshot_id=snapshot.id,
+        source=snapshot.source.model_dump(mode="json"),
+        session=snapshot.session.model_dump(mode="json"),
+        records=native.Items(record_dicts(snapshot.records)),
+    )
 
 
 def plan(
@@ -310,17 +382,20 @@ def plan(
         for rec in snapshot.records:
             low.record(rec)
         root_id, blobs = low.finish(workdir)
-        meta = _meta(snapshot, agent, root_id, diags)
+        meta = _meta(snapshot, agent, root_id, low.first_time, diags)
         other_meta = {}
         notes = ["store built from the Snapshot records (field-1 messages, field-8 turns)"]
-    doc = native.readout_document(
-        agent_id=agent,
-        cwd=workdir,
-        meta=meta,
-        other_meta=other_meta,
-        blobs=blobs,
-        provenance=_provenance(snapshot),
-    )
+
+    def readout() -> Iterator[bytes]:
+        return native.readout_chunks(
+            agent_id=agent,
+            cwd=workdir,
+            meta=meta,
+            other_meta=other_meta,
+            blobs=blobs(),
+            provenance=_provenance(snapshot),
+        )
+
     path = f"{layout.READOUT_DIR}/{agent}{layout.READOUT_SUFFIX}"
     session_paths = [layout.store_rel(workdir, agent).rsplit("/", 1)[0]] if workdir else []
     if workdir:
@@ -329,7 +404,7 @@ def plan(
         target="cursor",
         session_id=agent,
         snapshot_id=snapshot.id,
-        files=[ExportFile(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")],
+        files=[ExportFile(path, readout)],
         session_paths=session_paths,
         resume_argv=["cursor-agent", "--resume", agent],
         diagnostics=diags.to_models(),
