@@ -238,7 +238,7 @@ def test_writer_export_tree(tmp_path: Path, snapshot: Any) -> None:
 def test_writer_can_drop_reasoning(tmp_path: Path) -> None:
     plan = CODEC.plan(hand_snapshot(), reasoning="drop")
     assert "untranslated-reasoning" in {d.code for d in plan.diagnostics}
-    seed = json.loads(plan.files[0].data)
+    seed = json.loads(plan.files[0].read())
     assert seed["messages"][1]["content"] == "Let me look."
 
 

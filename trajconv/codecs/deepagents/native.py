@@ -87,12 +87,8 @@ def _serde() -> Any:
 
 
 @contextlib.contextmanager
-def _quiet_serde() -> Iterator[None]:
+def _quiet_serde(loggers: list[logging.Logger]) -> Iterator[None]:
     """Silence the serializer's warnings (types it does not rebuild) while we decode."""
-    names = [
-        n for n in list(logging.root.manager.loggerDict) if n.startswith("langgraph.checkpoint")
-    ]
-    loggers = [logging.getLogger(n) for n in names]
     before = [lg.disabled for lg in loggers]
     for lg in loggers:
         lg.disabled = True
@@ -109,10 +105,23 @@ class Decoder:
     def __init__(self, file: str) -> None:
         self.file = file
         self._serde = _serde()
-        with _quiet_serde():
+        self._known = -1
+        self._loggers: list[logging.Logger] = []
+        with _quiet_serde(self._serde_loggers()):
             from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
         self._snapshot_type: type[Any] = _DeltaSnapshot
+
+    def _serde_loggers(self) -> list[logging.Logger]:
+        """LangGraph's checkpoint loggers, looked up again only when a logger was added
+        (scanning every logger at every row was most of the decoding time)."""
+        names = logging.root.manager.loggerDict
+        if len(names) != self._known:
+            self._known = len(names)
+            self._loggers = [
+                logging.getLogger(n) for n in list(names) if n.startswith("langgraph.checkpoint")
+            ]
+        return self._loggers
 
     def loads(self, type_tag: str | None, data: bytes, where: str) -> Any:
         if type_tag == "pickle":
@@ -120,7 +129,7 @@ class Decoder:
         if type_tag is None:
             raise FormatError(self.file, "value without a serializer type", row=where)
         try:
-            with _quiet_serde():
+            with _quiet_serde(self._serde_loggers()):
                 return self._serde.loads_typed((type_tag, data))
         except Exception as exc:  # the serializer raises many kinds on bad bytes
             raise FormatError(self.file, f"undecodable {type_tag} value: {exc}", row=where) from exc
@@ -217,28 +226,44 @@ def thread_ids(conn: sqlite3.Connection) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def checkpoint_rows(conn: sqlite3.Connection, thread_id: str) -> list[DeepagentsCheckpointRow]:
-    rows = conn.execute(
-        "select thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-        "checkpoint, metadata from checkpoints where thread_id = ? "
-        "order by checkpoint_ns, checkpoint_id",
-        (thread_id,),
+_CHECKPOINT_SELECT = (
+    "select thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+    "checkpoint, metadata from checkpoints where thread_id = ?"
+)
+
+
+def _checkpoint_row(r: Any) -> DeepagentsCheckpointRow:
+    return DeepagentsCheckpointRow(
+        thread_id=str(r[0]),
+        ns=str(r[1]),
+        checkpoint_id=str(r[2]),
+        parent_id=None if r[3] is None else str(r[3]),
+        type=None if r[4] is None else str(r[4]),
+        blob=_bytes(r[5]),
+        metadata=_bytes(r[6]),
     )
-    return [
-        DeepagentsCheckpointRow(
-            thread_id=str(r[0]),
-            ns=str(r[1]),
-            checkpoint_id=str(r[2]),
-            parent_id=None if r[3] is None else str(r[3]),
-            type=None if r[4] is None else str(r[4]),
-            blob=_bytes(r[5]),
-            metadata=_bytes(r[6]),
-        )
-        for r in rows
-    ]
 
 
-def write_rows(conn: sqlite3.Connection, thread_id: str) -> list[DeepagentsWriteRow]:
+def checkpoint_rows(conn: sqlite3.Connection, thread_id: str) -> Iterator[DeepagentsCheckpointRow]:
+    """The thread's checkpoint rows in readout order, one at a time from the cursor."""
+    rows = conn.execute(f"{_CHECKPOINT_SELECT} order by checkpoint_ns, checkpoint_id", (thread_id,))
+    for r in rows:
+        yield _checkpoint_row(r)
+
+
+def checkpoint_row(
+    conn: sqlite3.Connection, thread_id: str, checkpoint_id: str
+) -> DeepagentsCheckpointRow:
+    """One root-namespace checkpoint row of the thread, by its primary key."""
+    r = conn.execute(
+        f"{_CHECKPOINT_SELECT} and checkpoint_ns = ? and checkpoint_id = ?",
+        (thread_id, ROOT_NS, checkpoint_id),
+    ).fetchone()
+    return _checkpoint_row(r)
+
+
+def write_rows(conn: sqlite3.Connection, thread_id: str) -> Iterator[DeepagentsWriteRow]:
+    """The thread's write rows in readout order, one at a time from the cursor."""
     path_col = "task_path" if has_task_path(conn) else "''"
     rows = conn.execute(
         f"select thread_id, checkpoint_ns, checkpoint_id, task_id, {path_col}, idx, channel, "
@@ -246,8 +271,8 @@ def write_rows(conn: sqlite3.Connection, thread_id: str) -> list[DeepagentsWrite
         "order by checkpoint_ns, checkpoint_id, task_id, idx",
         (thread_id,),
     )
-    return [
-        DeepagentsWriteRow(
+    for r in rows:
+        yield DeepagentsWriteRow(
             thread_id=str(r[0]),
             ns=str(r[1]),
             checkpoint_id=str(r[2]),
@@ -258,8 +283,6 @@ def write_rows(conn: sqlite3.Connection, thread_id: str) -> list[DeepagentsWrite
             type=None if r[7] is None else str(r[7]),
             value=_bytes(r[8]),
         )
-        for r in rows
-    ]
 
 
 def _bytes(value: Any) -> bytes:

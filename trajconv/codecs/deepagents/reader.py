@@ -26,16 +26,21 @@ folded into (for threads written by an import, that is the import time).
 from __future__ import annotations
 
 import base64
+import functools
+import marshal
 import re
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.deepagents import layout, native
-from trajconv.errors import FormatError, UsageError
+from trajconv.errors import FormatError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
 
@@ -47,17 +52,60 @@ WRITES_ART = "writes.jsonl"
 # "[Command failed with exit code 2]" (spec "Observed" section) or
 # "[Command succeeded with exit code 0]" (fixtures/deepagents/tool-calls).
 EXIT_RE = re.compile(r"\[Command (?:succeeded|failed) with exit code (-?\d+)\]\s*\Z")
+_NDJSON = "application/x-ndjson"
+#: A checkpoint's ``ts`` and its metadata ``updated_at`` are often the same text.
+_time = functools.lru_cache(maxsize=64)(time_from_iso)
+#: JSON path of a message in each artifact that holds messages, by its index.
+_PATHS = {
+    CHECKPOINTS_ART: "$.checkpoint.channel_values.messages",
+    WRITES_ART: "$.value",
+    layout.SEED: "$.messages",
+}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Occ:
-    """One occurrence of a message in the store."""
+    """One occurrence of a message in the store: where it is and what the fold needs.
 
-    msg: Any
+    The message itself is not kept: only the occurrences that may end up in the
+    final state are lowered (:func:`lower`) into the message spool, at ``ref``.
+    """
+
     artifact: str
     line: int
-    json_path: str
+    index: int
+    mid: Any
+    native: str
     time: str | None
+    ref: int | None = None
+    final: bool = False  # survives the fold
+
+    @property
+    def json_path(self) -> str:
+        return f"{_PATHS[self.artifact]}[{self.index}]"
+
+
+class _MessageSpool:
+    """Lowered messages on disk until they are lifted, so the fold holds no message text.
+
+    ``marshal``: the file lives only as long as this read, in this process, and marshal
+    keeps plain values exactly and is the fastest way in and out for them."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self._size = 0
+
+    def put(self, msg: Any) -> int:
+        data = marshal.dumps(lower(msg))
+        self._fh.write(len(data).to_bytes(8, "little") + data)
+        self._size += 8 + len(data)
+        return self._size - 8 - len(data)
+
+    def get(self, ref: int) -> dict[str, Any]:
+        self._fh.seek(ref)
+        size = int.from_bytes(self._fh.read(8), "little")
+        value: dict[str, Any] = marshal.loads(self._fh.read(size))
+        return value
 
 
 # -- parse: rows -> occurrences ----------------------------------------------------------
@@ -67,42 +115,37 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _readout(
-    cps: list[native.DeepagentsCheckpointRow], writes: list[native.DeepagentsWriteRow]
-) -> tuple[bytes, bytes]:
-    """The thread's rows as JSON lines: the logical readout kept in artifacts."""
-    cp_lines = []
-    for c in cps:
-        row: dict[str, Any] = {
-            "thread_id": c.thread_id,
-            "checkpoint_ns": c.ns,
-            "checkpoint_id": c.checkpoint_id,
-            "parent_checkpoint_id": c.parent_id,
-            "type": c.type,
-            "checkpoint": _b64(c.blob),
-        }
-        try:
-            row["metadata"] = c.metadata.decode("utf-8")
-        except UnicodeDecodeError:
-            row["metadata_b64"] = _b64(c.metadata)
-        cp_lines.append(orjson.dumps(row))
-    w_lines = [
-        orjson.dumps(
-            {
-                "thread_id": w.thread_id,
-                "checkpoint_ns": w.ns,
-                "checkpoint_id": w.checkpoint_id,
-                "task_id": w.task_id,
-                "task_path": w.task_path,
-                "idx": w.idx,
-                "channel": w.channel,
-                "type": w.type,
-                "value": _b64(w.value),
-            }
-        )
-        for w in writes
-    ]
-    return b"".join(x + b"\n" for x in cp_lines), b"".join(x + b"\n" for x in w_lines)
+def _checkpoint_line(c: native.DeepagentsCheckpointRow) -> bytes:
+    """One checkpoint row as a JSON line of the logical readout kept in artifacts."""
+    row: dict[str, Any] = {
+        "thread_id": c.thread_id,
+        "checkpoint_ns": c.ns,
+        "checkpoint_id": c.checkpoint_id,
+        "parent_checkpoint_id": c.parent_id,
+        "type": c.type,
+        "checkpoint": _b64(c.blob),
+    }
+    try:
+        row["metadata"] = c.metadata.decode("utf-8")
+    except UnicodeDecodeError:
+        row["metadata_b64"] = _b64(c.metadata)
+    return orjson.dumps(row) + b"\n"
+
+
+def _write_line(w: native.DeepagentsWriteRow) -> bytes:
+    """One write row as a JSON line of the logical readout kept in artifacts."""
+    row = {
+        "thread_id": w.thread_id,
+        "checkpoint_ns": w.ns,
+        "checkpoint_id": w.checkpoint_id,
+        "task_id": w.task_id,
+        "task_path": w.task_path,
+        "idx": w.idx,
+        "channel": w.channel,
+        "type": w.type,
+        "value": _b64(w.value),
+    }
+    return orjson.dumps(row) + b"\n"
 
 
 def _metadata(row: native.DeepagentsCheckpointRow) -> dict[str, Any] | None:
@@ -113,8 +156,9 @@ def _metadata(row: native.DeepagentsCheckpointRow) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _main_line(root: dict[str, native.DeepagentsCheckpointRow], b: SnapshotBuilder) -> list[str]:
-    """Checkpoint ids from the first to the newest along parent links."""
+def _main_line(root: dict[str, tuple[str | None, int]], b: SnapshotBuilder) -> list[str]:
+    """Checkpoint ids from the first to the newest along parent links (``root``: id ->
+    (parent id, readout line))."""
     latest = max(root)
     line: list[str] = []
     seen: set[str] = set()
@@ -125,13 +169,249 @@ def _main_line(root: dict[str, native.DeepagentsCheckpointRow], b: SnapshotBuild
             break
         seen.add(cur)
         line.append(cur)
-        cur = root[cur].parent_id
+        cur = root[cur][0]
     line.reverse()
     return line
 
 
 def _family(channel: str) -> str:
     return "branch:to:*" if channel.startswith("branch:to:") else channel
+
+
+def _messages(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _checkpoint_units(dec: native.Decoder, row: native.DeepagentsCheckpointRow, where: str) -> int:
+    """A checkpoint row left out of the records: itself and every message it stores."""
+    value = dec.loads(row.type, row.blob, where)
+    values = value.get("channel_values") if isinstance(value, dict) else None
+    msgs = (
+        dec.stored_messages(values.get(native.MESSAGES))
+        if isinstance(values, dict) and native.MESSAGES in values
+        else None
+    )
+    return 1 + len(msgs or [])
+
+
+def _write_units(dec: native.Decoder, w: native.DeepagentsWriteRow, where: str) -> int:
+    """A write row left out of the records: one unit, or one per message it carries."""
+    if w.channel != native.MESSAGES:
+        return 1
+    return len(_messages(dec.loads(w.type, w.value, where)))
+
+
+class _Budget:
+    """The size limits, checked row by row as the rows stream past."""
+
+    def __init__(self, limits: Limits, db: Path) -> None:
+        self.limits = limits
+        self.db = db
+        self.total = 0
+
+    def take(self, size: int) -> None:
+        self.limits.check("max_line_bytes", size, self.db)
+        self.total += size
+        self.limits.check("max_session_bytes", self.total, self.db)
+
+
+class _Facts:
+    """Session facts from the metadata of the main line, seen newest first."""
+
+    KEYS = ("cwd", "git_branch", "acp_model")
+
+    def __init__(self) -> None:
+        self.newest: dict[str, str] = {}
+        self.first: str | None = None  # MIN and MAX of updated_at
+        self.last: str | None = None
+
+    def see(self, meta: dict[str, Any]) -> None:
+        for key in self.KEYS:
+            value = meta.get(key)
+            if key not in self.newest and isinstance(value, str) and value:
+                self.newest[key] = value
+        stamp = meta.get("updated_at")
+        if isinstance(stamp, str) and (t := _time(stamp)) is not None:
+            self.first = t if self.first is None else min(self.first, t)
+            self.last = t if self.last is None else max(self.last, t)
+
+
+@dataclass
+class _Line:
+    """The thread's main line, as the checkpoint rows give it."""
+
+    pos: dict[str, int]
+    """Position of each checkpoint id on the line."""
+    times: list[str | None]
+    """``ts`` of each checkpoint on the line."""
+    stored: list[list[_Occ]]
+    """Messages of the stored ``messages`` values on the line, oldest value first."""
+    seed_at: int | None
+    """Position of the newest stored value: the fold starts from it."""
+    facts: dict[str, Any]
+
+
+def _read_checkpoints(
+    conn: sqlite3.Connection,
+    tid: str,
+    b: SnapshotBuilder,
+    dec: native.Decoder,
+    budget: _Budget,
+    spool: _MessageSpool,
+) -> _Line:
+    """Checkpoint rows into the artifact as they stream; then the main line, decoded."""
+    d = b.diagnostics
+    root: dict[str, tuple[str | None, int]] = {}
+    with b.artifact_writer(CHECKPOINTS_ART, _NDJSON) as out:
+        for number, c in enumerate(native.checkpoint_rows(conn, tid), start=1):
+            budget.take(len(c.blob))
+            out.write(_checkpoint_line(c))
+            if c.ns == native.ROOT_NS:
+                root[c.checkpoint_id] = (c.parent_id, number)
+            else:
+                where = f"{CHECKPOINTS_ART}:{number}"
+                d.add("nested-namespace", where, count=_checkpoint_units(dec, c, where), name=c.ns)
+    if not root:
+        raise FormatError(dec.file, "the thread has no checkpoint in the root namespace")
+    ids = _main_line(root, b)
+    pos = {cid: i for i, cid in enumerate(ids)}
+    for cid, (_, number) in root.items():
+        if cid not in pos:
+            where = f"{CHECKPOINTS_ART}:{number}"
+            row = native.checkpoint_row(conn, tid, cid)
+            d.add("rewound", where, count=_checkpoint_units(dec, row, where))
+
+    # Newest first, so the newest stored messages value (where the fold starts) is
+    # known when it is decoded: only its messages go to the spool.
+    times: list[str | None] = [None] * len(ids)
+    stored: list[list[_Occ]] = []
+    seed_at: int | None = None
+    facts = _Facts()
+    invalid: list[str] = []
+    model_spec = None
+    for p in range(len(ids) - 1, -1, -1):
+        number = root[ids[p]][1]
+        where = f"{CHECKPOINTS_ART}:{number}"
+        row = native.checkpoint_row(conn, tid, ids[p])
+        value = dec.loads(row.type, row.blob, where)
+        if not isinstance(value, dict):
+            raise FormatError(dec.file, "checkpoint is not a map", row=where)
+        meta = _metadata(row)
+        if meta is None:
+            invalid.append(where)
+        else:
+            facts.see(meta)
+        d.add("compaction-state", where, name="checkpoint")
+        raw_ts = value.get("ts")
+        times[p] = _time(raw_ts) if isinstance(raw_ts, str) else None
+        channel_values = value.get("channel_values")
+        if p == len(ids) - 1 and isinstance(channel_values, dict):
+            spec = channel_values.get("_model_spec")
+            model_spec = spec if isinstance(spec, str) and spec else None
+        if isinstance(channel_values, dict) and native.MESSAGES in channel_values:
+            msgs = dec.stored_messages(channel_values[native.MESSAGES])
+            if msgs is None:
+                raise FormatError(dec.file, "messages channel holds no message list", row=where)
+            seed = seed_at is None
+            seed_at = p if seed else seed_at
+            stored.append(
+                [
+                    _Occ(
+                        CHECKPOINTS_ART,
+                        number,
+                        i,
+                        getattr(m, "id", None),
+                        type(m).__name__,
+                        None,
+                        spool.put(m) if seed else None,
+                    )
+                    for i, m in enumerate(msgs)
+                ]
+            )
+    for where in reversed(invalid):
+        d.add("metadata-invalid", where)
+    stored.reverse()
+    return _Line(
+        pos=pos,
+        times=times,
+        stored=stored,
+        seed_at=seed_at,
+        facts={
+            "cwd": facts.newest.get("cwd"),
+            "branch": facts.newest.get("git_branch"),
+            "acp_model": facts.newest.get("acp_model"),
+            "model_spec": model_spec,
+            # dcode's listing: created = MIN(updated_at), updated = MAX(updated_at) (spec §6).
+            "created_at": facts.first if facts.first is not None else times[0],
+            "updated_at": facts.last if facts.last is not None else times[-1],
+        },
+    )
+
+
+def _read_writes(
+    conn: sqlite3.Connection,
+    tid: str,
+    b: SnapshotBuilder,
+    dec: native.Decoder,
+    budget: _Budget,
+    spool: _MessageSpool,
+    line: _Line,
+) -> dict[int, list[_Occ]]:
+    """Write rows into the artifact as they stream; the line's ``messages`` writes as
+    occurrences, by line position, each checkpoint's in ``writes_sort_key`` order."""
+    d = b.diagnostics
+    latest = len(line.times) - 1
+    batches: dict[int, list[_Occ]] = {}
+    # The query orders rows by checkpoint, so one checkpoint's rows come together:
+    # they are put in writes_sort_key order (task_path first) when the next one starts.
+    group: list[tuple[tuple[str, str, int], list[_Occ]]] = []
+    group_at = -1
+    with b.artifact_writer(WRITES_ART, _NDJSON) as out:
+        for number, w in enumerate(native.write_rows(conn, tid), start=1):
+            budget.take(len(w.value))
+            out.write(_write_line(w))
+            where = f"{WRITES_ART}:{number}"
+            p = line.pos.get(w.checkpoint_id)
+            if w.ns != native.ROOT_NS:
+                d.add("nested-namespace", where, count=_write_units(dec, w, where), name=w.ns)
+            elif p is None:
+                d.add("rewound", where, count=_write_units(dec, w, where))
+            elif p == latest:
+                d.add("pending-writes", where, count=_write_units(dec, w, where), name=w.channel)
+            elif w.channel != native.MESSAGES:
+                d.add("lifecycle-dropped", where, name=_family(w.channel))
+            else:
+                if p != group_at:
+                    _close_group(batches, group_at, group)
+                    group, group_at = [], p
+                # Writes before the stored value the fold starts from never reach the state.
+                lift = line.seed_at is None or p >= line.seed_at
+                value = dec.loads(w.type, w.value, where)
+                occs = [
+                    _Occ(
+                        WRITES_ART,
+                        number,
+                        i,
+                        getattr(m, "id", None),
+                        type(m).__name__,
+                        line.times[p + 1],
+                        spool.put(m) if lift else None,
+                    )
+                    for i, m in enumerate(_messages(value))
+                ]
+                group.append((native.sort_key(w), occs))
+    _close_group(batches, group_at, group)
+    return batches
+
+
+def _close_group(
+    batches: dict[int, list[_Occ]],
+    at: int,
+    group: list[tuple[tuple[str, str, int], list[_Occ]]],
+) -> None:
+    if group:
+        group.sort(key=lambda row: row[0])
+        batches[at] = [o for _, occs in group for o in occs]
 
 
 # -- lift: occurrences -> records --------------------------------------------------------
@@ -214,12 +494,10 @@ class _Lifter:
         self.results: set[str] = set()
         self.last_model: str | None = None
 
-    def message(self, occ: _Occ, position: int) -> None:
-        msg = occ.msg
-        mid = getattr(msg, "id", None)
+    def message(self, occ: _Occ, m: dict[str, Any], position: int) -> None:
+        """Records for one message of the final state, ``m`` its :func:`lower` form."""
+        mid = occ.mid
         base = f"{HARNESS}:{mid}" if isinstance(mid, str) and mid else f"{HARNESS}:pos{position}"
-        kind = getattr(msg, "type", None)
-        native_name = type(msg).__name__
         place = f"{occ.artifact}:{occ.line}"
         made = 0
 
@@ -228,7 +506,7 @@ class _Lifter:
                 artifact=occ.artifact,
                 line=occ.line,
                 json_path=occ.json_path,
-                native=native_name,
+                native=occ.native,
                 native_id=mid if isinstance(mid, str) else None,
                 units=1 if made == 0 else 0,
             )
@@ -236,52 +514,35 @@ class _Lifter:
         def rid() -> str:
             return base if made == 0 else f"{base}:{made}"
 
-        if kind == "human" or kind == "system":
-            text = _text(msg.content)
-            if not text:
-                self.d.add("non-text-content" if msg.content else "empty-content", place)
+        kind = m["kind"]
+        if kind == "text":
+            if not m["text"]:
+                self.d.add("empty-content" if m["blank"] else "non-text-content", place)
                 return
-            role = "system" if kind == "system" or is_hidden_human(msg) else "user"
-            self.b.add_text(role, rid(), text, time=occ.time, turn=None, evidence=ev())
+            self.b.add_text(m["role"], rid(), m["text"], time=occ.time, turn=None, evidence=ev())
         elif kind == "ai":
-            model = _model_of(msg)
+            model = m["model"]
             if model:
                 self.last_model = model
-            for part_kind, text in ai_parts(msg.content):
+            for part_kind, text in m["parts"]:
                 self.b.add_text(
                     part_kind, rid(), text, time=occ.time, turn=None, evidence=ev(), model=model
                 )
                 made += 1
-            for call in list(msg.tool_calls) + list(msg.invalid_tool_calls):
-                call_id = call.get("id")
-                if not isinstance(call_id, str) or not call_id:
+            for call_id, name, arguments in m["calls"]:
+                if call_id is None:
                     self.d.add("invalid-line", place)
                     continue
-                args = call.get("args")
-                arguments = args if isinstance(args, dict) else {"_raw": str(args)}
                 r = rid()
                 self.b.add_call(
-                    r,
-                    call_id,
-                    str(call.get("name") or ""),
-                    arguments,
-                    time=occ.time,
-                    turn=None,
-                    evidence=ev(),
+                    r, call_id, name, arguments, time=occ.time, turn=None, evidence=ev()
                 )
                 self.calls[call_id] = r
                 made += 1
             if made == 0:
-                self.d.add("empty-content", place, name=native_name)
+                self.d.add("empty-content", place, name=occ.native)
         elif kind == "tool":
-            call_id = str(getattr(msg, "tool_call_id", "") or "")
-            output = _text(msg.content)
-            status = getattr(msg, "status", None)
-            ok = True if status == "success" else False if status == "error" else None
-            exit_code = None
-            match = EXIT_RE.search(output)
-            if match and getattr(msg, "name", None) == "execute":
-                exit_code = int(match.group(1))
+            call_id = m["call_id"]
             if call_id not in self.calls:
                 # Counted, not projected, as every reader does with a result without its call.
                 self.d.add("orphan-tool-result", place)
@@ -289,21 +550,65 @@ class _Lifter:
             self.b.add_result(
                 rid(),
                 call_id,
-                ok,
-                output,
+                m["ok"],
+                m["output"],
                 time=occ.time,
                 turn=None,
                 evidence=ev(),
-                exit_code=exit_code,
+                exit_code=m["exit_code"],
             )
             self.results.add(call_id)
         else:
-            self.d.add("unknown-kind", place, name=native_name)
+            self.d.add("unknown-kind", place, name=occ.native)
 
     def finish(self) -> None:
         for call_id, record in self.calls.items():
             if call_id not in self.results:
                 self.d.add("pending-tool-call", record)
+
+
+def lower(msg: Any) -> dict[str, Any]:
+    """What the lifter needs of a LangChain message, as plain values (for the spool)."""
+    kind = getattr(msg, "type", None)
+    if kind == "human" or kind == "system":
+        return {
+            "kind": "text",
+            "text": _text(msg.content),
+            "blank": not msg.content,
+            "role": "system" if kind == "system" or is_hidden_human(msg) else "user",
+        }
+    if kind == "ai":
+        calls = []
+        for call in list(msg.tool_calls) + list(msg.invalid_tool_calls):
+            call_id = call.get("id")
+            args = call.get("args")
+            calls.append(
+                [
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    str(call.get("name") or ""),
+                    args if isinstance(args, dict) else {"_raw": str(args)},
+                ]
+            )
+        return {
+            "kind": "ai",
+            "model": _model_of(msg),
+            "parts": ai_parts(msg.content),
+            "calls": calls,
+        }
+    if kind == "tool":
+        output = _text(msg.content)
+        status = getattr(msg, "status", None)
+        match = EXIT_RE.search(output)
+        return {
+            "kind": "tool",
+            "call_id": str(getattr(msg, "tool_call_id", "") or ""),
+            "output": output,
+            "ok": True if status == "success" else False if status == "error" else None,
+            "exit_code": (
+                int(match.group(1)) if match and getattr(msg, "name", None) == "execute" else None
+            ),
+        }
+    return {"kind": "other"}
 
 
 class _Folder:
@@ -313,13 +618,13 @@ class _Folder:
 
     def __init__(self, state: list[_Occ]) -> None:
         self.out: list[_Occ | None] = list(state)
-        self.index = {getattr(o.msg, "id", None): i for i, o in enumerate(state)}
+        self.index = {o.mid: i for i, o in enumerate(state)}
         self.index.pop(None, None)
 
     def apply(self, values: list[_Occ]) -> None:
         for occ in values:
-            mid = getattr(occ.msg, "id", None)
-            if type(occ.msg).__name__ == "RemoveMessage":
+            mid = occ.mid
+            if occ.native == "RemoveMessage":
                 if mid == "__remove_all__":
                     self.out, self.index = [], {}
                 elif mid in self.index:
@@ -336,174 +641,58 @@ class _Folder:
         return [o for o in self.out if o is not None]
 
 
-def _messages(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
 def lift_thread(
+    conn: sqlite3.Connection,
+    tid: str,
     b: SnapshotBuilder,
     dec: native.Decoder,
-    cps: list[native.DeepagentsCheckpointRow],
-    writes: list[native.DeepagentsWriteRow],
+    budget: _Budget,
+    spool: _MessageSpool,
 ) -> tuple[list[_Occ], dict[str, Any]]:
-    """Fold the thread's main line; count every row and message. Returns (final, facts)."""
+    """Fold the thread's main line; count every row and message. Returns (final, facts).
+
+    Memory grows with the number of messages, not their bytes: one small :class:`_Occ`
+    per message occurrence (the fold, and telling a repeat from a removed message, need
+    every id; the final list is the records' order) and one id and ``ts`` per checkpoint
+    of the line (known only once the newest checkpoint's parent chain is). The message
+    contents wait in ``spool``.
+    """
     d = b.diagnostics
-    cp_line = {c.checkpoint_id: i + 1 for i, c in enumerate(cps) if c.ns == native.ROOT_NS}
-    root = {c.checkpoint_id: c for c in cps if c.ns == native.ROOT_NS}
-
-    def checkpoint_units(row: native.DeepagentsCheckpointRow, where: str) -> int:
-        """A checkpoint row left out of the records: itself and every message it stores."""
-        value = dec.loads(row.type, row.blob, where)
-        values = value.get("channel_values") if isinstance(value, dict) else None
-        msgs = (
-            dec.stored_messages(values.get(native.MESSAGES))
-            if isinstance(values, dict) and native.MESSAGES in values
-            else None
-        )
-        return 1 + len(msgs or [])
-
-    def write_units(w: native.DeepagentsWriteRow, where: str) -> int:
-        """A write row left out of the records: one unit, or one per message it carries."""
-        if w.channel != native.MESSAGES:
-            return 1
-        return len(_messages(dec.loads(w.type, w.value, where)))
-
-    for number, c in enumerate(cps, start=1):
-        if c.ns != native.ROOT_NS:
-            where = f"{CHECKPOINTS_ART}:{number}"
-            d.add("nested-namespace", where, count=checkpoint_units(c, where), name=c.ns)
-    if not root:
-        raise FormatError(dec.file, "the thread has no checkpoint in the root namespace")
-    line = _main_line(root, b)
-    on_line = set(line)
-    latest = line[-1]
-    for cid in root:
-        if cid not in on_line:
-            where = f"{CHECKPOINTS_ART}:{cp_line[cid]}"
-            d.add("rewound", where, count=checkpoint_units(root[cid], where))
-
-    decoded: dict[str, dict[str, Any]] = {}
-    metas: dict[str, dict[str, Any]] = {}
-    stored: dict[str, list[_Occ]] = {}
-    for cid in line:
-        row = root[cid]
-        where = f"{CHECKPOINTS_ART}:{cp_line[cid]}"
-        value = dec.loads(row.type, row.blob, where)
-        if not isinstance(value, dict):
-            raise FormatError(dec.file, "checkpoint is not a map", row=where)
-        decoded[cid] = value
-        meta = _metadata(row)
-        if meta is None:
-            d.add("metadata-invalid", where)
-        else:
-            metas[cid] = meta
-        d.add("compaction-state", where, name="checkpoint")
-        channel_values = value.get("channel_values")
-        if isinstance(channel_values, dict) and native.MESSAGES in channel_values:
-            msgs = dec.stored_messages(channel_values[native.MESSAGES])
-            if msgs is None:
-                raise FormatError(dec.file, "messages channel holds no message list", row=where)
-            stored[cid] = [
-                _Occ(
-                    m,
-                    CHECKPOINTS_ART,
-                    cp_line[cid],
-                    f"$.checkpoint.channel_values.messages[{i}]",
-                    None,
-                )
-                for i, m in enumerate(msgs)
-            ]
-
-    def ts(cid: str) -> str | None:
-        raw = decoded.get(cid, {}).get("ts")
-        return time_from_iso(raw) if isinstance(raw, str) else None
-
-    child = {line[i]: line[i + 1] for i in range(len(line) - 1)}
-    by_cp: dict[str, list[tuple[int, native.DeepagentsWriteRow]]] = {}
-    for number, w in enumerate(writes, start=1):
-        where = f"{WRITES_ART}:{number}"
-        if w.ns != native.ROOT_NS:
-            d.add("nested-namespace", where, count=write_units(w, where), name=w.ns)
-        elif w.checkpoint_id not in on_line:
-            d.add("rewound", where, count=write_units(w, where))
-        elif w.checkpoint_id == latest:
-            d.add("pending-writes", where, count=write_units(w, where), name=w.channel)
-        elif w.channel != native.MESSAGES:
-            d.add("lifecycle-dropped", where, name=_family(w.channel))
-        else:
-            by_cp.setdefault(w.checkpoint_id, []).append((number, w))
-
-    seed_at = next((i for i in range(len(line) - 1, -1, -1) if line[i] in stored), None)
-    folder = _Folder(list(stored[line[seed_at]]) if seed_at is not None else [])
-    every: list[_Occ] = [o for cid in line for o in stored.get(cid, [])]
-    for pos, cid in enumerate(line[:-1]):
-        rows = sorted(by_cp.get(cid, []), key=lambda nw: native.sort_key(nw[1]))
-        batch: list[_Occ] = []
-        for number, w in rows:
-            value = dec.loads(w.type, w.value, f"{WRITES_ART}:{number}")
-            for i, m in enumerate(_messages(value)):
-                batch.append(_Occ(m, WRITES_ART, number, f"$.value[{i}]", ts(child[cid])))
-        every.extend(batch)
+    line = _read_checkpoints(conn, tid, b, dec, budget, spool)
+    batches = _read_writes(conn, tid, b, dec, budget, spool, line)
+    line.pos.clear()  # only the writes needed it
+    seed_at = line.seed_at
+    folder = _Folder(line.stored[-1] if seed_at is not None else [])
+    for pos in range(len(line.times) - 1):
         if seed_at is None or pos >= seed_at:
-            folder.apply(batch)
+            folder.apply(batches.get(pos, []))
     state = folder.result()
+    for occ in state:
+        occ.final = True
+
+    def every() -> Iterator[_Occ]:
+        for occs in line.stored:
+            yield from occs
+        for pos in range(len(line.times) - 1):
+            yield from batches.get(pos, [])
 
     first_time: dict[Any, str | None] = {}
-    for occ in every:
-        mid = getattr(occ.msg, "id", None)
-        if mid is not None and occ.time is not None and mid not in first_time:
-            first_time[mid] = occ.time
-    final_ids = {id(o) for o in state}
-    live_ids = {getattr(o.msg, "id", None) for o in state}
-    for occ in every:
-        if id(occ) in final_ids:
+    for occ in every():
+        if occ.mid is not None and occ.time is not None and occ.mid not in first_time:
+            first_time[occ.mid] = occ.time
+    for occ in every():
+        if occ.final:
             continue
         place = f"{occ.artifact}:{occ.line}"
-        mid = getattr(occ.msg, "id", None)
-        if mid is not None and mid in live_ids and type(occ.msg).__name__ != "RemoveMessage":
+        # the index holds exactly the ids of the final state
+        if occ.mid is not None and occ.mid in folder.index and occ.native != "RemoveMessage":
             d.add("duplicate-message", place)
         else:
-            d.add("compaction-state", place, name=type(occ.msg).__name__)
+            d.add("compaction-state", place, name=occ.native)
     for occ in state:
-        mid = getattr(occ.msg, "id", None)
-        if mid in first_time:
-            occ.time = first_time[mid]
-
-    facts = _facts(line, metas, decoded, ts)
-    return state, facts
-
-
-def _facts(
-    line: list[str],
-    metas: dict[str, dict[str, Any]],
-    decoded: dict[str, dict[str, Any]],
-    ts: Any,
-) -> dict[str, Any]:
-    def newest(key: str) -> str | None:
-        for cid in reversed(line):
-            value = metas.get(cid, {}).get(key)
-            if isinstance(value, str) and value:
-                return value
-        return None
-
-    # dcode's listing: created = MIN(updated_at), updated = MAX(updated_at) (spec §6).
-    stamps = [
-        t
-        for cid in line
-        if isinstance(metas.get(cid, {}).get("updated_at"), str)
-        and (t := time_from_iso(metas[cid]["updated_at"])) is not None
-    ]
-    latest_values = decoded[line[-1]].get("channel_values") or {}
-    spec = latest_values.get("_model_spec") if isinstance(latest_values, dict) else None
-    return {
-        "cwd": newest("cwd"),
-        "branch": newest("git_branch"),
-        "agent": newest("agent_name") or newest("lc_agent_name"),
-        "acp_model": newest("acp_model"),
-        "model_spec": spec if isinstance(spec, str) and spec else None,
-        "created_at": min(stamps) if stamps else ts(line[0]),
-        "updated_at": max(stamps) if stamps else ts(line[-1]),
-    }
+        if occ.mid in first_time:
+            occ.time = first_time[occ.mid]
+    return state, line.facts
 
 
 def _pick(threads: list[str], session: str | None, db: Path) -> str:
@@ -528,33 +717,23 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
 
         return read_seed(loc.path, limits)
     db = loc.path
-    with native.open_store(db) as conn:
-        native.check_schema(conn, db)
-        tid = _pick(native.thread_ids(conn), session, db)
-        cps = native.checkpoint_rows(conn, tid)
-        writes = native.write_rows(conn, tid)
-    total = 0
-    for blob in [c.blob for c in cps] + [w.value for w in writes]:
-        limits.check("max_line_bytes", len(blob), db)
-        total += len(blob)
-    limits.check("max_session_bytes", total, db)
-
-    b = SnapshotBuilder(
-        Source(harness=HARNESS, harness_version=None, session_id=tid, locator=loc.locator), READER
-    )
-    cp_data, w_data = _readout(cps, writes)
-    b.add_artifact(CHECKPOINTS_ART, "application/x-ndjson", cp_data)
-    b.add_artifact(WRITES_ART, "application/x-ndjson", w_data)
-    try:
-        dec = native.Decoder(str(db))
-    except UsageError:
-        raise
-    final, facts = lift_thread(b, dec, cps, writes)
-    lifter = _Lifter(b)
-    for position, occ in enumerate(final):
-        lifter.message(occ, position)
-        limits.check("max_records", b.record_count, db)
-    lifter.finish()
+    with tempfile.TemporaryFile() as fh:
+        spool = _MessageSpool(fh)
+        with native.open_store(db) as conn:
+            native.check_schema(conn, db)
+            tid = _pick(native.thread_ids(conn), session, db)
+            b = SnapshotBuilder(
+                Source(harness=HARNESS, harness_version=None, session_id=tid, locator=loc.locator),
+                READER,
+            )
+            dec = native.Decoder(str(db))
+            final, facts = lift_thread(conn, tid, b, dec, _Budget(limits, db), spool)
+        lifter = _Lifter(b)
+        for position, occ in enumerate(final):
+            assert occ.ref is not None  # every occurrence the fold can keep was spooled
+            lifter.message(occ, spool.get(occ.ref), position)
+            limits.check("max_records", b.record_count, db)
+        lifter.finish()
     b.session = Session(
         id=tid,
         title=None,
@@ -567,11 +746,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     return b.build()
 
 
-def lift_messages(b: SnapshotBuilder, occs: list[_Occ]) -> _Lifter:
-    """Records for a message list that needs no fold (the portable seed)."""
+def lift_messages(b: SnapshotBuilder, occs: Iterable[tuple[_Occ, Any]]) -> _Lifter:
+    """Records for (occurrence, message) pairs that need no fold (the portable seed)."""
     lifter = _Lifter(b)
-    for position, occ in enumerate(occs):
-        lifter.message(occ, position)
+    for position, (occ, msg) in enumerate(occs):
+        lifter.message(occ, lower(msg), position)
     lifter.finish()
     return lifter
 

@@ -14,6 +14,7 @@ per-message times).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,23 +97,26 @@ def read_seed(path: Path, limits: Limits) -> Snapshot:
     )
     b.add_artifact(layout.SEED, "application/json", data)
     times = doc.get("times") if isinstance(doc.get("times"), dict) else {}
-    occs = []
-    for i, m in enumerate(doc["messages"]):
-        try:
-            msg = to_message(m)
-        except Exception as exc:  # pydantic validation of a hand-edited seed
-            raise FormatError(path, f"messages[{i}]: {exc}") from exc
-        when = times.get(m["id"])
-        occs.append(
-            Occurrence(
-                msg,
+
+    def occurrences() -> Iterator[tuple[Occurrence, Any]]:
+        # one LangChain message at a time, lifted before the next is built
+        for i, m in enumerate(doc["messages"]):
+            try:
+                msg = to_message(m)
+            except Exception as exc:  # pydantic validation of a hand-edited seed
+                raise FormatError(path, f"messages[{i}]: {exc}") from exc
+            when = times.get(m["id"])
+            occ = Occurrence(
                 layout.SEED,
                 1,
-                f"$.messages[{i}]",
+                i,
+                msg.id,
+                type(msg).__name__,
                 time_from_iso(when) if isinstance(when, str) else None,
             )
-        )
-    lifter = lift_messages(b, occs)
+            yield occ, msg
+
+    lifter = lift_messages(b, occurrences())
 
     def _time(key: str) -> str | None:
         value = doc.get(key)

@@ -21,16 +21,19 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable
+from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import EXIT_RE, HARNESS
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.spool import CHUNK, Spool
 
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 AI_KINDS = ("assistant", "reasoning", "tool-call")
@@ -60,14 +63,71 @@ def thread_id(snapshot: Snapshot, diags: Diagnostics) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:deepagents-thread"))
 
 
+#: ``json.dumps(value, ensure_ascii=False, indent=1)``, with one encoder for every call.
+_encode = json.JSONEncoder(ensure_ascii=False, indent=1).encode
+
+
+def _dumps(value: Any, depth: int) -> str:
+    """``value`` as ``json.dumps(seed, ensure_ascii=False, indent=1)`` lays it out
+    ``depth`` levels deep. Non-empty lists and str-keyed dicts are laid out here, so
+    json's pure-Python indenting encoder (most of the writer's time when it laid out
+    everything) only sees scalars, which strings pass through in C."""
+    pad = "\n" + " " * (depth + 1)
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        body = ",".join(f"{pad}{_encode(k)}: {_dumps(v, depth + 1)}" for k, v in value.items())
+        return f"{{{body}\n{' ' * depth}}}"
+    if isinstance(value, list | tuple) and value:
+        body = ",".join(pad + _dumps(v, depth + 1) for v in value)
+        return f"[{body}\n{' ' * depth}]"
+    # scalars, empty containers; raw newlines are only ever between JSON tokens
+    return _encode(value).replace("\n", "\n" + " " * depth)
+
+
+class _SeedFile:
+    """``checkpoint.json`` in pieces: the head fields, then the messages and times the
+    lowering pass spooled, byte for byte what ``json.dumps(seed, indent=1)`` gives."""
+
+    def __init__(self, head: dict[str, Any], spool: Spool, messages: Path, times: Path) -> None:
+        self.head = head
+        self.spool = spool  # keeps the spooled parts until the export is written
+        self.messages = messages
+        self.times = times
+
+    def __call__(self) -> Iterator[bytes]:
+        head = "".join(f" {_dumps(k, 1)}: {_dumps(v, 1)},\n" for k, v in self.head.items())
+        yield f'{{\n{head} "messages": ['.encode()
+        yield from _chunks(self.messages)
+        yield b'\n ],\n "times": {'
+        yield from _chunks(self.times)
+        yield b"\n }\n}\n" if self.times.stat().st_size else b"}\n}\n"
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            yield chunk
+
+
 class _Lowerer:
-    def __init__(self, snapshot: Snapshot, diags: Diagnostics, keep_reasoning: bool) -> None:
+    """Lowers records to messages, written to ``messages`` (and their times to ``times``)
+    as ``checkpoint.json`` members as soon as each message is complete."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        diags: Diagnostics,
+        keep_reasoning: bool,
+        messages: TextIO,
+        times: TextIO,
+    ) -> None:
         self.snapshot = snapshot
         self.d = diags
         self.keep_reasoning = keep_reasoning
         self.native_ids = snapshot.source.harness == HARNESS
-        self.messages: list[dict[str, Any]] = []
-        self.times: dict[str, str] = {}
+        self.messages = messages
+        self.times = times
+        self.count = 0
+        self.timed = 0
         self.used: set[str] = set()
         self.call_names: dict[str, str] = {}
         self.group: dict[str, Any] | None = None
@@ -83,8 +143,15 @@ class _Lowerer:
             mid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:{rec.seq}"))
         self.used.add(mid)
         if rec.time is not None:
-            self.times[mid] = rec.time
+            self.times.write(
+                f"{',' if self.timed else ''}\n  {_dumps(mid, 2)}: {_dumps(rec.time, 2)}"
+            )
+            self.timed += 1
         return mid
+
+    def emit(self, msg: dict[str, Any]) -> None:
+        self.messages.write(f"{',' if self.count else ''}\n  {_dumps(msg, 2)}")
+        self.count += 1
 
     def close(self) -> None:
         group, self.group = self.group, None
@@ -101,7 +168,7 @@ class _Lowerer:
                 else {"type": "reasoning", "reasoning": t}
                 for k, t in parts
             ]
-        self.messages.append(group)
+        self.emit(group)
 
     def ai(self, rec: Any) -> None:
         if self.group is None or (rec.kind != "tool-call" and self.group["tool_calls"]):
@@ -133,7 +200,7 @@ class _Lowerer:
     def other(self, rec: Any) -> None:
         self.close()
         if rec.kind == "user":
-            self.messages.append({"type": "human", "id": self.message_id(rec), "content": rec.text})
+            self.emit({"type": "human", "id": self.message_id(rec), "content": rec.text})
         elif rec.kind == "tool-result":
             res = rec.result
             if res.ok is None:
@@ -149,7 +216,7 @@ class _Lowerer:
             }
             if res.call_id in self.call_names:
                 msg["name"] = self.call_names[res.call_id]
-            self.messages.append(msg)
+            self.emit(msg)
         else:
             # system / observation: no slot in a Deep Agents thread.
             self.d.add(f"untranslated-{rec.kind}", rec.id)
@@ -174,33 +241,30 @@ def plan(
     if reasoning not in ("keep", "drop"):
         raise RefusedError(f"reasoning must be 'keep' or 'drop', not {reasoning!r}")
     tid = thread_id(snapshot, diags)
-    low = _Lowerer(snapshot, diags, keep_reasoning=reasoning == "keep")
-    for rec in snapshot.records:
-        if rec.id in drop:
-            diags.add(
-                "untranslated-pending-call"
-                if rec.kind == "tool-call"
-                else "untranslated-orphan-result",
-                rec.id,
-            )
-            continue
-        if rec.kind in AI_KINDS:
-            low.ai(rec)
-        else:
-            low.other(rec)
-    low.close()
-    if not low.messages:
+    spool = Spool()
+    messages, times = spool.new_file("messages.json"), spool.new_file("times.json")
+    last_time = None
+    with messages.open("w", encoding="utf-8") as mfh, times.open("w", encoding="utf-8") as tfh:
+        low = _Lowerer(snapshot, diags, reasoning == "keep", mfh, tfh)
+        for rec in snapshot.records:
+            last_time = rec.time or last_time
+            if rec.id in drop:
+                diags.add(dropped_code(rec.kind), rec.id)
+                continue
+            if rec.kind in AI_KINDS:
+                low.ai(rec)
+            else:
+                low.other(rec)
+        low.close()
+    if not low.count:
         raise RefusedError("refusing to write deepagents: no message to write")
 
     session = snapshot.session
     if session.model is not None and not low.model_seen:
         diags.add("untranslated-model", "response_metadata.model_name")
-    if low.times:
+    if low.timed:
         diags.add("untranslated-time", "per-message times (kept only in checkpoint.json)")
-    updated = session.updated_at or next(
-        (r.time for r in reversed(snapshot.records) if r.time), None
-    )
-    seed: dict[str, Any] = {
+    head: dict[str, Any] = {
         "format": layout.SEED_FORMAT,
         "snapshot_id": snapshot.id,
         "thread_id": tid,
@@ -209,18 +273,15 @@ def plan(
         "agent_name": agent_name,
         "git_branch": session.branch,
         "created_at": dcode_time(session.created_at),
-        "updated_at": dcode_time(updated),
+        "updated_at": dcode_time(session.updated_at or last_time),
         "model": session.model,
         "acp_session": True,
-        "messages": low.messages,
-        "times": low.times,
     }
-    data = json.dumps(seed, ensure_ascii=False, indent=1).encode("utf-8") + b"\n"
     return ExportPlan(
         target="deepagents",
         session_id=tid,
         snapshot_id=snapshot.id,
-        files=[ExportFile(layout.SEED, data, 0o644)],
+        files=[ExportFile(layout.SEED, _SeedFile(head, spool, messages, times), 0o644)],
         session_paths=[],
         resume_argv=["dcode", "-r", tid],
         diagnostics=diags.to_models(),
