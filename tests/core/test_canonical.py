@@ -266,7 +266,8 @@ def test_secret_stripping_examples(data: bytes) -> None:
 
 def _reference_iso_ms(moment: datetime) -> str:
     moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    date = f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.")
+    return date + f"{moment.microsecond // 1000:03d}Z"
 
 
 @settings(max_examples=500, deadline=None)
@@ -329,3 +330,13 @@ def test_streamed_snapshot_id_is_the_hash_of_the_whole_document(
     assert (
         hashing.snapshot_id("f", source, session, bytes.fromhex("ab" * 32), artifacts) == expected
     )
+
+
+def test_a_time_before_year_1000_is_a_valid_snapshot_time() -> None:
+    import re
+
+    from trajconv.snapshot.builder import time_from_iso
+    from trajconv.snapshot.models import TIME_PATTERN
+
+    text = time_from_iso("0999-01-01T00:00:00.5+01:00")
+    assert text == "0998-12-31T23:00:00.500Z" and re.fullmatch(TIME_PATTERN, text)

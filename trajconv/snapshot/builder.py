@@ -34,12 +34,9 @@ from trajconv.version import __version__
 
 def iso_ms(moment: datetime) -> str:
     """RFC 3339 UTC with milliseconds, the Snapshot's one time format."""
-    moment = moment.astimezone(UTC)
-    if moment.year >= 1000:
-        # The same text as the strftime below (which does not pad years under 1000),
-        # faster: isoformat truncates to milliseconds and ends in "+00:00" for UTC.
-        return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # isoformat truncates to milliseconds, pads the year to four digits (strftime's %Y
+    # does not, under 1000, and "999-" is not a Snapshot time) and ends in "+00:00".
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 # Integer milliseconds below this (2106-02-07) divide by 1000 into a double that rounds
