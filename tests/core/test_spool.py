@@ -149,3 +149,30 @@ def test_pickling_hands_the_spool_over() -> None:
     assert [r.text for r in again.records] == ["hi"]
     assert again.artifacts[0].read() == b"{}"
     assert io.verify(again).ok
+
+
+def test_a_reader_may_tell_the_encoding_instead_of_the_builder_decoding(tmp_path: Path) -> None:
+    from trajconv.codecs.base import Limits
+    from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
+    from trajconv.snapshot.diagnostics import Diagnostics
+
+    for data, expected in ((b'{"a": "\xc3\xa9"}\n\xff\n', "base64"), (b'{"a": 1}\nx\n', "utf8")):
+        native = tmp_path / "log.jsonl"
+        native.write_bytes(data)
+        b = _builder()
+        tally = Utf8Tally()
+        copy = b.add_artifact_file(
+            "log.jsonl", "application/x-ndjson", native, 99, "max", utf8=tally.verdict
+        )
+        assert copy.whole_file is not None
+        lines = list(
+            iter_file_objects(copy.whole_file, "log.jsonl", Diagnostics(), Limits(), tally)
+        )
+        assert len(lines) == 1
+        assert b.build().artifacts[0].encoding == expected
+    # a reader that stopped early cannot tell: the builder decodes the bytes itself
+    b = _builder()
+    b.add_artifact_file(
+        "log.jsonl", "application/x-ndjson", native, 99, "max", utf8=Utf8Tally().verdict
+    )
+    assert b.build().artifacts[0].encoding == "utf8"

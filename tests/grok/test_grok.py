@@ -276,12 +276,12 @@ def test_journal_read_in_small_chunks_reads_the_same(
     chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trajconv.codecs import jsonl
-    from trajconv.codecs.grok import reader
+    from trajconv.snapshot import builder
 
     sdir = next(GROK.glob("rewind/sessions/*/*"))
     whole = trajconv.read("grok", sdir)
     monkeypatch.setattr(jsonl, "CHUNK", chunk)  # lines and the marker span chunk ends
-    monkeypatch.setattr(reader, "CHUNK", chunk)
+    monkeypatch.setattr(builder, "CHUNK", chunk)  # the copy, which the marker scan watches
     assert trajconv.read("grok", sdir).id == whole.id
 
 

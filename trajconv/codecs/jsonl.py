@@ -44,11 +44,28 @@ def iter_objects(
     return _objects(_split_lines(data), name, diags, limits)
 
 
+class Utf8Tally:
+    """Whether every line of a file was UTF-8, known once all lines were read.
+
+    ``orjson`` accepts only UTF-8 and the other lines are decoded to tell torn from
+    invalid, so the line iterator learns it for free; the builder then need not decode
+    a whole journal again to choose the artifact's encoding.
+    """
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.complete = False
+
+    def verdict(self) -> bool | None:
+        """UTF-8 or not; ``None`` when the lines were not all read."""
+        return self.ok if self.complete else None
+
+
 def iter_file_objects(
-    path: Path, name: str, diags: Diagnostics, limits: Limits
+    path: Path, name: str, diags: Diagnostics, limits: Limits, utf8: Utf8Tally | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Like :func:`iter_objects` for the file at ``path``, read in chunks (never whole)."""
-    return _objects(_file_lines(path, limits.max_line_bytes), name, diags, limits)
+    return _objects(_file_lines(path, limits.max_line_bytes), name, diags, limits, utf8)
 
 
 def _split_lines(data: bytes) -> Iterator[memoryview]:
@@ -100,7 +117,11 @@ def _file_lines(path: Path, max_line: int) -> Iterator[bytes]:
 
 
 def _objects(
-    lines: Iterable[bytes | memoryview], name: str, diags: Diagnostics, limits: Limits
+    lines: Iterable[bytes | memoryview],
+    name: str,
+    diags: Diagnostics,
+    limits: Limits,
+    utf8: Utf8Tally | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """The per-line rules of both iterators, over lines without their newline."""
     loads = orjson.loads
@@ -123,6 +144,8 @@ def _objects(
                 line.decode("utf-8")
             except UnicodeDecodeError:
                 diags.add("invalid-line", f"{name}:{number}")
+                if utf8 is not None:
+                    utf8.ok = False
                 continue
             diags.add("torn-line", f"{name}:{number}")
             continue
@@ -130,6 +153,8 @@ def _objects(
             diags.add("invalid-line", f"{name}:{number}")
             continue
         yield number, value
+    if utf8 is not None:
+        utf8.complete = True
 
 
 def count_units(data: bytes) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -76,10 +76,11 @@ def time_from_iso(text: str) -> str | None:
 class ArtifactWriter:
     """Writes one artifact's bytes into the spool, hashing them as they come."""
 
-    def __init__(self, name: str, fh: BinaryIO) -> None:
+    def __init__(self, name: str, fh: BinaryIO, *, check_utf8: bool = True) -> None:
         self.name = name
         self._fh = fh
         self._offset = fh.tell()
+        self._check_utf8 = check_utf8
         self._sha = hashlib.sha256()
         self._utf8 = codecs.getincrementaldecoder("utf-8")()
         self._is_utf8 = True
@@ -89,7 +90,11 @@ class ArtifactWriter:
         self._fh.write(chunk)
         self._sha.update(chunk)
         self.size += len(chunk)
-        if self._is_utf8 and not (chunk.isascii() and not self._utf8.getstate()[0]):
+        if (
+            self._check_utf8
+            and self._is_utf8
+            and not (chunk.isascii() and not self._utf8.getstate()[0])
+        ):
             view = memoryview(chunk)
             try:
                 # checked a piece at a time: decoding makes a string of what it is given
@@ -133,6 +138,7 @@ class SnapshotBuilder:
         self._count = 0
         self._hold: int | None = None
         self._artifacts: dict[str, ArtifactEntry] = {}
+        self._utf8_later: dict[str, Callable[[], bool | None]] = {}
         self._files = [self._spool.new_file("artifacts.bin")]  # the pack, then whole files
         self._pack = self._files[0].open("wb")
 
@@ -276,34 +282,69 @@ class SnapshotBuilder:
         return Blob.from_bytes(data)
 
     @contextlib.contextmanager
-    def artifact_writer(self, name: str, media_type: str) -> Iterator[ArtifactWriter]:
-        """Write an artifact in pieces (it is never held whole); kept when the block ends."""
+    def artifact_writer(
+        self, name: str, media_type: str, *, utf8: Callable[[], bool | None] | None = None
+    ) -> Iterator[ArtifactWriter]:
+        """Write an artifact in pieces (it is never held whole); kept when the block ends.
+
+        ``utf8``, when given, is asked at build time whether the bytes are UTF-8 instead
+        of the writer decoding them (a reader that parsed every line knows; ``None``
+        from it means it does not, and the bytes are checked then).
+        """
         path = self._spool.new_file("artifact")
         with path.open("wb") as fh:
-            writer = ArtifactWriter(name, fh)
+            writer = ArtifactWriter(name, fh, check_utf8=utf8 is None)
             yield writer
+        if utf8 is not None:
+            self._utf8_later[name] = utf8
         self._files.append(path)
         self._artifacts[name] = writer.finish(media_type, len(self._files) - 1)
 
     def add_artifact_file(
-        self, name: str, media_type: str, path: Path, limit: int, limit_name: str
+        self,
+        name: str,
+        media_type: str,
+        path: Path,
+        limit: int,
+        limit_name: str,
+        *,
+        utf8: Callable[[], bool | None] | None = None,
+        watch: Callable[[bytes], None] | None = None,
     ) -> Blob:
         """Copy a native file into the Snapshot in chunks; returns the copy to parse.
 
         The reader parses the returned copy, not the native file, so the records and
         the artifact are the same bytes even if the harness appends meanwhile. Over
         ``limit`` bytes is a LimitError naming ``limit_name``; JSON and YAML files go
-        through :meth:`add_artifact` (their secrets are stripped whole).
+        through :meth:`add_artifact` (their secrets are stripped whole). ``utf8``: see
+        :meth:`artifact_writer`; ``watch`` sees each chunk as it is copied (a reader's
+        pre-scan without reading the file again).
         """
         try:
-            with path.open("rb") as src, self.artifact_writer(name, media_type) as out:
+            with path.open("rb") as src, self.artifact_writer(name, media_type, utf8=utf8) as out:
                 while chunk := src.read(CHUNK):
                     if out.size + len(chunk) > limit:
                         raise LimitError(path, limit_name, limit)
                     out.write(chunk)
+                    if watch is not None:
+                        watch(chunk)
         except OSError as exc:
             raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
         return Blob(path=self._files[-1], size=out.size, keep=self._spool)
+
+    def _settle_encoding(self, name: str, is_utf8: bool | None) -> None:
+        entry = self._artifacts[name]
+        if is_utf8 is None:  # the reader could not tell: decode the bytes once more
+            blob = Blob(path=self._files[entry[5]], offset=entry[6], size=entry[3])
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            try:
+                for chunk in blob.chunks():
+                    decoder.decode(chunk)
+                decoder.decode(b"", final=True)
+                is_utf8 = True
+            except UnicodeDecodeError:
+                is_utf8 = False
+        self._artifacts[name] = (*entry[:4], "utf8" if is_utf8 else "base64", *entry[5:])
 
     # -- finish ------------------------------------------------------------------
     def build(self) -> Snapshot:
@@ -315,6 +356,8 @@ class SnapshotBuilder:
             raise RuntimeError("the reader changed the Snapshot source after records were hashed")
         source = self.source.model_dump(mode="json")
         session = self.session.model_dump(mode="json")
+        for name, utf8 in self._utf8_later.items():
+            self._settle_encoding(name, utf8())
         artifacts = ArtifactLog(sorted(self._artifacts.values()), self._files, self._spool)
         self._artifacts = {}
         sid = hashing.snapshot_id(FORMAT, source, session, self._digest, artifacts.metadata())

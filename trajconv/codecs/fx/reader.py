@@ -35,7 +35,13 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.fx import layout, native
-from trajconv.codecs.jsonl import count_units, iter_file_objects, iter_objects, read_bounded
+from trajconv.codecs.jsonl import (
+    Utf8Tally,
+    count_units,
+    iter_file_objects,
+    iter_objects,
+    read_bounded,
+)
 from trajconv.errors import FormatError
 from trajconv.snapshot import secrets
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_ms
@@ -137,6 +143,7 @@ class _Files(Mapping[str, bytes]):
         self._limits = limits
         self.json: dict[str, bytes] = {}
         self.copies: dict[str, Blob] = {}
+        self.events_utf8 = Utf8Tally()
         self._small: dict[str, tuple[int, int]] = {}  # name -> (offset, size) in the pack
         self._spool = Spool()
         self._pack = self._spool.new_file("small-files").open("w+b")
@@ -157,7 +164,13 @@ class _Files(Mapping[str, bytes]):
         else:
             # the event log (parsed line by line from its copy) and large files: in chunks
             self.copies[name] = self._b.add_artifact_file(
-                name, media, path, self._limits.max_session_bytes, "max_session_bytes"
+                name,
+                media,
+                path,
+                self._limits.max_session_bytes,
+                "max_session_bytes",
+                # the log's parse tells whether it is UTF-8 (see _v4_frames)
+                utf8=self.events_utf8.verdict if name == layout.EVENTS else None,
             )
 
     def __getitem__(self, name: str) -> bytes:
@@ -651,8 +664,10 @@ def _apply_v3(
 # --------------------------------------------------------------------------- schema 4
 
 
-def _v4_frames(path: Path, d: Diagnostics, limits: Limits) -> Iterator[native.FxFrame]:
-    for number, obj in iter_file_objects(path, layout.EVENTS, d, limits):
+def _v4_frames(
+    path: Path, d: Diagnostics, limits: Limits, utf8: Utf8Tally
+) -> Iterator[native.FxFrame]:
+    for number, obj in iter_file_objects(path, layout.EVENTS, d, limits, utf8):
         if obj.get("schema_version") not in native.FRAME_SCHEMAS:
             raise FormatError(
                 layout.EVENTS,
@@ -888,7 +903,7 @@ def _read_v4(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
     # An unfinished trailing turn is the crash tail fx drops (§3.2 rule 6), so a turn's frames
     # wait until it closes (or the next user message shows it was not the last).
     turn: list[native.FxFrame] = []
-    for f in _v4_frames(log, b.diagnostics, limits):
+    for f in _v4_frames(log, b.diagnostics, limits, files.events_utf8):
         if f.kind == native.USER:
             lift(turn)
             turn = [f]

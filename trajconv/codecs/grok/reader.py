@@ -25,12 +25,11 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.grok import layout, native
-from trajconv.codecs.jsonl import iter_file_objects, read_bounded
+from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
-from trajconv.snapshot.spool import CHUNK
 
 READER = "grok/1"
 JOURNAL = layout.UPDATES
@@ -110,22 +109,25 @@ def _stamp(params: dict[str, Any], obj: dict[str, Any]) -> tuple[str | None, str
     return None, event_id
 
 
-def _has_marker(path: Path) -> bool:
-    """Whether the journal mentions a rewind marker, scanned in chunks (never whole)."""
-    word = b"rewind_marker"
-    keep = len(word) - 1
-    tail = b""  # the last bytes before ``chunk``, where a word across the cut starts
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            if word in chunk or word in tail + chunk[:keep]:
-                return True
-            tail = (tail + chunk[-keep:])[-keep:]
-    return False
+class _MarkerScan:
+    """Watches the journal's chunks as they are copied for a rewind marker."""
+
+    WORD = b"rewind_marker"
+
+    def __init__(self) -> None:
+        self.found = False
+        self._tail = b""  # the last bytes before a chunk, where a word across the cut starts
+
+    def __call__(self, chunk: bytes) -> None:
+        keep = len(self.WORD) - 1
+        if not self.found and (self.WORD in chunk or self.WORD in self._tail + chunk[:keep]):
+            self.found = True
+        self._tail = (self._tail + chunk[-keep:])[-keep:]
 
 
-def _dead_lines(path: Path, limits: Limits) -> list[tuple[int, int]]:
+def _dead_lines(path: Path, limits: Limits, marker: bool) -> list[tuple[int, int]]:
     """Line ranges removed by rewind markers (pre-pass, only when a marker exists)."""
-    if not _has_marker(path):
+    if not marker:
         return []
     turns = _Turns()
     dead: list[tuple[int, int]] = []
@@ -447,12 +449,15 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     journal = sdir / layout.UPDATES
     if not journal.is_file():
         raise FormatError(journal, "missing: a Grok session without updates.jsonl has no history")
+    utf8 = Utf8Tally()  # the parse below tells whether the journal is UTF-8
     blob = b.add_artifact_file(
         layout.UPDATES,
         "application/x-ndjson",
         journal,
         limits.max_session_bytes,
         "max_session_bytes",
+        utf8=utf8.verdict,
+        watch=(marker := _MarkerScan()),
     )
     copy = blob.whole_file
     assert copy is not None  # add_artifact_file writes a file of its own
@@ -470,8 +475,8 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         updated_at=_iso(summary.get("last_active_at")) or _iso(summary.get("updated_at")),
         parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
     )
-    proj = _Projector(b, _dead_lines(copy, limits))
-    for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits):
+    proj = _Projector(b, _dead_lines(copy, limits, marker.found))
+    for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits, utf8):
         proj.line(number, obj)
         limits.check("max_records", b.record_count, journal, number)
     proj.finish()
