@@ -162,17 +162,3 @@ def count_units(data: bytes) -> int:
     if not data:
         return 0
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-
-def count_file_units(path: Path) -> int:
-    """:func:`count_units` of the file at ``path``, read in chunks."""
-    newlines = 0
-    last = b""
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(CHUNK):
-                newlines += chunk.count(b"\n")
-                last = chunk[-1:]
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    return newlines + (0 if last in (b"", b"\n") else 1)

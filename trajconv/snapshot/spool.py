@@ -10,7 +10,6 @@ at a time, whatever the size of the session (issue 10).
 
 from __future__ import annotations
 
-import io
 import shutil
 import tempfile
 import weakref
@@ -84,17 +83,6 @@ class Blob:
         if self.path is not None and self.offset == 0 and self.path.stat().st_size == self.size:
             return self.path
         return None
-
-    def open(self) -> BinaryIO:
-        if self._data is not None:
-            return io.BytesIO(self._data)
-        assert self.path is not None
-        fh = self.path.open("rb")
-        if self.offset == 0 and self.whole_file is not None:
-            return fh
-        with fh:
-            fh.seek(self.offset)
-            return io.BytesIO(fh.read(self.size))
 
     def chunks(self, size: int = CHUNK) -> Iterator[bytes]:
         if self._data is not None:
