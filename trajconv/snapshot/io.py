@@ -24,6 +24,7 @@ import orjson
 
 from trajconv.errors import FormatError, VerifyError
 from trajconv.snapshot import hashing
+from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
 from trajconv.snapshot.models import FORMAT, Artifact, Snapshot
 from trajconv.snapshot.spool import Blob, record_dicts
 
@@ -33,16 +34,6 @@ def dumps(snapshot: Snapshot) -> bytes:
     buffer = io.BytesIO()
     write(snapshot, buffer)
     return buffer.getvalue()
-
-
-def _nested(value: Any, depth: int) -> bytes:
-    """``value`` as ``OPT_INDENT_2`` writes it ``depth`` levels deep in a document.
-
-    JSON strings hold no raw newline, so every newline in the output starts a line of
-    the value's own layout, which moves right by two spaces a level.
-    """
-    text = orjson.dumps(value, option=orjson.OPT_INDENT_2)
-    return text.replace(b"\n", b"\n" + b"  " * depth) if depth else text
 
 
 _B64_CHUNK = 3 << 18  # a multiple of 3, so chunks encode to pieces that concatenate
@@ -69,22 +60,15 @@ def _data_pieces(art: Artifact) -> Iterator[bytes]:
     yield b'"'
 
 
-def _write_artifact(art: Artifact, stream: BinaryIO, inline: bool) -> None:
-    """An artifact two levels deep, member by member; its ``data`` streamed from its Blob
-    when ``inline``, left out (``null``) when the bytes live beside the document."""
-    item = art.model_dump(mode="json", exclude={"data"})
-    for k, (key, value) in enumerate(item.items()):
-        stream.write(b"{\n      " if k == 0 else b",\n      ")
-        stream.write(orjson.dumps(key))
-        stream.write(b": ")
-        stream.write(orjson.dumps(value))
-    stream.write(b',\n      "data": ')
+def _artifact(art: Artifact, inline: bool) -> Members:
+    """An artifact's members; ``data`` streamed from its Blob when ``inline``, ``null``
+    when the bytes live beside the document."""
+    members = Members(art.model_dump(mode="json", exclude={"data"}))
     if inline and art.blob is not None:
-        for piece in _data_pieces(art):
-            stream.write(piece)
+        members["data"] = Raw(_data_pieces(art))
     else:
-        stream.write(orjson.dumps(art.data if inline else None))
-    stream.write(b"\n    }")
+        members["data"] = art.data if inline else None
+    return members
 
 
 def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True) -> None:
@@ -96,30 +80,13 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     artifact is held in memory: records come from the spool, artifacts in chunks.
     ``inline_artifacts=False`` writes ``data: null`` (an archive store's documents).
     """
-    fields = type(snapshot).model_fields
-    stream.write(b"{")
-    for i, name in enumerate(fields):
-        stream.write(b"\n  " if i == 0 else b",\n  ")
-        stream.write(orjson.dumps(name))
-        stream.write(b": ")
-        value = getattr(snapshot, name)
-        if name in ("records", "artifacts", "diagnostics") and len(value):
-            items: Iterable[Any] = record_dicts(value) if name == "records" else value
-            stream.write(b"[")
-            for j, item in enumerate(items):
-                stream.write(b"\n    " if j == 0 else b",\n    ")
-                if name == "artifacts":
-                    _write_artifact(item, stream, inline_artifacts)
-                elif name == "records":
-                    stream.write(_nested(item, 2))
-                else:
-                    stream.write(_nested(item.model_dump(mode="json"), 2))
-            stream.write(b"\n  ]")
-        elif name in ("records", "artifacts", "diagnostics"):
-            stream.write(b"[]")
-        else:
-            stream.write(_nested(snapshot.model_dump(mode="json", include={name})[name], 1))
-    stream.write(b"\n}\n")
+    doc = Members(snapshot.model_dump(mode="json", exclude={"records", "artifacts"}))
+    doc["records"] = Items(record_dicts(snapshot.records))
+    doc["artifacts"] = Items(_artifact(a, inline_artifacts) for a in snapshot.artifacts)
+    ordered = Members((name, doc[name]) for name in type(snapshot).model_fields)
+    for chunk in json_chunks(ordered):
+        stream.write(chunk)
+    stream.write(b"\n")
 
 
 def dump(snapshot: Snapshot, path: Path) -> None:

@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
-import orjson
 from google.protobuf.message import DecodeError
 
 from trajconv.codecs.cursor import proto
 from trajconv.errors import FormatError
+from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
 from trajconv.snapshot.spool import CHUNK
 
 READOUT_FORMAT = "cursor-agent-sqlite-readout-v1"
@@ -437,84 +437,6 @@ def read_store(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
 # --------------------------------------------------------------------------- readout
 
 
-class Members(dict[str, Any]):
-    """A JSON object :func:`json_chunks` writes member by member (some members stream)."""
-
-
-@dataclass(frozen=True)
-class Items:
-    """A JSON array :func:`json_chunks` writes element by element, never holding it whole."""
-
-    items: Iterable[Any]
-
-
-@dataclass(frozen=True)
-class Raw:
-    """A JSON value given as its text (a blob's base64, made without a ``str`` copy)."""
-
-    text: bytes
-
-
-def _plain(value: Any, pad: bytes) -> bytes:
-    """A value without streamed parts, as ``OPT_INDENT_2`` writes it after ``pad``.
-
-    JSON strings hold no raw newline, so each newline starts a line of the value's own
-    layout, which moves right by the indentation of the place it is written at.
-    """
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", pad)
-
-
-def _indented(value: Any, depth: int) -> Iterator[bytes]:
-    """``value`` as ``orjson`` ``OPT_INDENT_2`` writes it ``depth`` levels deep, with
-    :class:`Members` and :class:`Items` written as they come."""
-    pad = b"\n" + b"  " * depth
-    inner = pad + b"  "
-    streamed = (Members, Items)
-    if isinstance(value, Members) and value:
-        sep = b"{"
-        for key, item in value.items():
-            head = sep + inner + orjson.dumps(key) + b": "
-            if isinstance(item, streamed):
-                yield head
-                yield from _indented(item, depth + 1)
-            elif isinstance(item, Raw):
-                yield head
-                yield item.text
-            else:
-                yield head + _plain(item, inner)
-            sep = b","
-        yield pad + b"}"
-    elif isinstance(value, Items):
-        sep = b"["
-        for item in value.items:
-            if isinstance(item, streamed):
-                yield sep + inner
-                yield from _indented(item, depth + 1)
-            else:
-                yield sep + inner + _plain(item, inner)
-            sep = b","
-        yield b"[]" if sep == b"[" else pad + b"]"
-    else:
-        yield _plain(value, pad)
-
-
-def json_chunks(value: Any, size: int = 1 << 20) -> Iterator[bytes]:
-    """``orjson.dumps(value, option=OPT_INDENT_2)`` in chunks of about ``size`` bytes, with
-    :class:`Members` and :class:`Items` parts streamed as they come (:class:`Raw` members
-    as given)."""
-    buf: list[bytes] = []
-    held = 0
-    for piece in _indented(value, 0):
-        buf.append(piece)
-        held += len(piece)
-        if held >= size:
-            yield b"".join(buf)
-            buf.clear()
-            held = 0
-    if buf:
-        yield b"".join(buf)
-
-
 def readout_chunks(
     *,
     agent_id: str,
@@ -538,7 +460,7 @@ def readout_chunks(
         meta=rows,
         meta_decoded=clean,
         blobs=Items(
-            Members(id=bid, size=len(data), data=Raw(b'"' + base64.b64encode(data) + b'"'))
+            Members(id=bid, size=len(data), data=Raw((b'"' + base64.b64encode(data) + b'"',)))
             for bid, data in blobs
         ),
         provenance=provenance,

@@ -33,6 +33,7 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.cursor import layout, native
 from trajconv.errors import FormatError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_ms
+from trajconv.snapshot.jsonstream import Items, Members, json_chunks
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
 
 READER = "cursor/1"
@@ -217,16 +218,16 @@ class _Projector:
                 self.b.diagnostics.add("pending-tool-call", f"cursor:{self.calls[call_id]}")
 
 
-def _index(store: native.CursorStore, state: list[tuple[str, int]]) -> native.Members:
+def _index(store: native.CursorStore, state: list[tuple[str, int]]) -> Members:
     """The store index; its ``blobs`` list is written entry by entry."""
-    return native.Members(
+    return Members(
         format=INDEX_FORMAT,
         agent_id=store.agent_id,
         root=store.root_id,
         cwd=store.cwd,
         user_version=store.user_version,
         messages=store.messages,
-        blobs=native.Items(
+        blobs=Items(
             {"id": bid, "role": role, "artifact": blob_artifact(bid, role)}
             for bid, role in store.roles.items()
         ),
@@ -299,7 +300,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     # The index lists every blob, so it is written in pieces; it holds no native keys,
     # only ids, roles and field names, so there is no credential to strip.
     with b.artifact_writer(INDEX, "application/json") as out:
-        for chunk in native.json_chunks(_index(store, state)):
+        for chunk in json_chunks(_index(store, state)):
             out.write(chunk)
     for name in store.dropped_secrets:  # the key name only; the value is gone already
         b.diagnostics.add("secret-dropped", f"meta.{name}")

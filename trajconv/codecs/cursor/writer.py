@@ -43,6 +43,7 @@ from trajconv.codecs.base import (
 from trajconv.codecs.cursor import layout, native, proto, reader
 from trajconv.errors import RefusedError, VerifyError
 from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.jsonstream import Items, Members
 from trajconv.snapshot.models import Snapshot
 from trajconv.snapshot.spool import Spool, artifact_lookup, record_dicts
 
@@ -347,13 +348,13 @@ def _meta(
     return meta
 
 
-def _provenance(snapshot: Snapshot) -> native.Members:
+def _provenance(snapshot: Snapshot) -> Members:
     """The source records, written one at a time (a spooled log gives them without models)."""
-    return native.Members(
+    return Members(
         snapshot_id=snapshot.id,
         source=snapshot.source.model_dump(mode="json"),
         session=snapshot.session.model_dump(mode="json"),
-        records=native.Items(record_dicts(snapshot.records)),
+        records=Items(record_dicts(snapshot.records)),
     )
 
 

@@ -1,0 +1,94 @@
+"""JSON documents written piece by piece, byte-equal to ``orjson`` ``OPT_INDENT_2``.
+
+A document is plain JSON values plus :class:`Members` (an object), :class:`Items`
+(an array whose elements come from an iterator) and :class:`Raw` (a value given as
+its text, in pieces). The Snapshot file and the Cursor readout are written with it,
+so neither is ever held whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+class Members(dict[str, Any]):
+    """A JSON object :func:`json_chunks` writes member by member (some members stream)."""
+
+
+@dataclass(frozen=True)
+class Items:
+    """A JSON array :func:`json_chunks` writes element by element, never holding it whole."""
+
+    items: Iterable[Any]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A JSON value given as its text, in pieces (a blob's base64, an artifact's bytes
+    encoded chunk by chunk), so it is never made into one ``str``."""
+
+    pieces: Iterable[bytes]
+
+
+def _plain(value: Any, pad: bytes) -> bytes:
+    """A value without streamed parts, as ``OPT_INDENT_2`` writes it after ``pad``.
+
+    JSON strings hold no raw newline, so each newline starts a line of the value's own
+    layout, which moves right by the indentation of the place it is written at.
+    """
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", pad)
+
+
+def _indented(value: Any, depth: int) -> Iterator[bytes]:
+    """``value`` as ``orjson`` ``OPT_INDENT_2`` writes it ``depth`` levels deep, with
+    :class:`Members` and :class:`Items` written as they come."""
+    pad = b"\n" + b"  " * depth
+    inner = pad + b"  "
+    streamed = (Members, Items)
+    if isinstance(value, Members) and value:
+        sep = b"{"
+        for key, item in value.items():
+            head = sep + inner + orjson.dumps(key) + b": "
+            if isinstance(item, streamed):
+                yield head
+                yield from _indented(item, depth + 1)
+            elif isinstance(item, Raw):
+                yield head
+                yield from item.pieces
+            else:
+                yield head + _plain(item, inner)
+            sep = b","
+        yield pad + b"}"
+    elif isinstance(value, Items):
+        sep = b"["
+        for item in value.items:
+            if isinstance(item, streamed):
+                yield sep + inner
+                yield from _indented(item, depth + 1)
+            else:
+                yield sep + inner + _plain(item, inner)
+            sep = b","
+        yield b"[]" if sep == b"[" else pad + b"]"
+    else:
+        yield _plain(value, pad)
+
+
+def json_chunks(value: Any, size: int = 1 << 20) -> Iterator[bytes]:
+    """``orjson.dumps(value, option=OPT_INDENT_2)`` in chunks of about ``size`` bytes, with
+    :class:`Members` and :class:`Items` parts streamed as they come (:class:`Raw` members
+    as given)."""
+    buf: list[bytes] = []
+    held = 0
+    for piece in _indented(value, 0):
+        buf.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield b"".join(buf)
+            buf.clear()
+            held = 0
+    if buf:
+        yield b"".join(buf)
