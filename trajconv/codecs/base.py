@@ -34,6 +34,9 @@ class Limits:
     """Nesting depth of one JSON value."""
     max_records: int = 10_000_000
     """Records in one Snapshot."""
+    stream_json_bytes: int = 8 * 1024**2
+    """A JSON document larger than this is parsed as a stream (fx schema 1/2 ``session.json``,
+    which holds the whole history), not whole."""
 
     @classmethod
     def from_env(cls, **overrides: int | None) -> Limits:

@@ -315,8 +315,10 @@ class SnapshotBuilder:
 
         The reader parses the returned copy, not the native file, so the records and
         the artifact are the same bytes even if the harness appends meanwhile. Over
-        ``limit`` bytes is a LimitError naming ``limit_name``; JSON and YAML files go
-        through :meth:`add_artifact` (their secrets are stripped whole). ``utf8``: see
+        ``limit`` bytes is a LimitError naming ``limit_name``. Nothing is stripped here:
+        JSON and YAML files go through :meth:`add_artifact`, which strips their secrets,
+        or are checked by the caller, whose ``add_artifact`` of the stripped bytes then
+        replaces this copy (fx's large ``session.json``). ``utf8``: see
         :meth:`artifact_writer`; ``watch`` sees each chunk as it is copied (a reader's
         pre-scan without reading the file again).
         """

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
-from trajconv.codecs.fx import layout, native
+from trajconv.codecs.fx import layout, native, streamed
 from trajconv.codecs.jsonl import (
     Utf8Tally,
     count_units,
@@ -197,12 +197,19 @@ class _Files(Mapping[str, bytes]):
         self._pack.close()
 
 
-def _load(sdir: Path, files: _Files, b: SnapshotBuilder, limits: Limits) -> Obj:
-    """Keep the session's files in the Snapshot; ``session.json`` parsed."""
+def _load(
+    sdir: Path, files: _Files, b: SnapshotBuilder, limits: Limits
+) -> tuple[Obj, streamed.History | None]:
+    """Keep the session's files in the Snapshot; ``session.json`` parsed, or outlined and its
+    legacy history left to stream (streamed.py) when it is large."""
     meta: Obj | None = None
+    history: streamed.History | None = None
     for name, path, size in _session_files(sdir, limits):
         if name != layout.SESSION_JSON:
             files.add(name, path, size)
+            continue
+        if size > limits.stream_json_bytes:
+            meta, history = _load_large(name, path, b, limits)
             continue
         data = read_bounded(path, limits.max_session_bytes)
         meta = _json_object(data, name)
@@ -215,7 +222,32 @@ def _load(sdir: Path, files: _Files, b: SnapshotBuilder, limits: Limits) -> Obj:
                 out.write(data)
     if meta is None:
         raise FormatError(sdir / layout.SESSION_JSON, "missing")
-    return meta
+    return meta, history
+
+
+def _load_large(
+    name: str, path: Path, b: SnapshotBuilder, limits: Limits
+) -> tuple[Obj, streamed.History | None]:
+    """Copy a large ``session.json`` into the Snapshot, outlining it on the way."""
+    outline = streamed.Outline(name, limits.max_json_depth)
+    copy = b.add_artifact_file(
+        name,
+        "application/json",
+        path,
+        limits.max_session_bytes,
+        "max_session_bytes",
+        watch=outline.feed,
+    )
+    outline.close()
+    if outline.streamable and outline.members.get("schema_version") in native.LEGACY_SCHEMAS:
+        assert copy.path is not None  # a copied file
+        return outline.members, outline.history(copy.path)
+    data = copy.read()  # the whole path (streamed.py says when)
+    meta = _json_object(data, name)
+    if secrets.has_secret_key(meta):
+        # replaces the copy's entry: the credential stays only in the private spool
+        b.add_artifact(name, "application/json", data)
+    return meta, None
 
 
 # --------------------------------------------------------------------------- legacy / v3 turns
@@ -414,14 +446,17 @@ class _TurnLifter:
         return call_id
 
 
-def _read_legacy(meta: Obj, b: SnapshotBuilder) -> None:
-    history = meta.get("history")
-    if not isinstance(history, list):
-        raise FormatError(layout.SESSION_JSON, "legacy session without a history array")
-    if _int(meta.get("history_len")) != len(history):
+def _read_legacy(meta: Obj, b: SnapshotBuilder, history: streamed.History | None) -> None:
+    """Lift ``meta["history"]``, or the ``history`` streamed from a large document."""
+    if history is None:
+        turns = meta.get("history")
+        if not isinstance(turns, list):
+            raise FormatError(layout.SESSION_JSON, "legacy session without a history array")
+        history = streamed.History(len(turns), iter(turns))
+    if _int(meta.get("history_len")) != history.length:
         raise FormatError(layout.SESSION_JSON, "history_len does not equal len(history)")
     lifter = _TurnLifter(b)
-    for i, turn in enumerate(history):
+    for i, turn in enumerate(history.turns):
         lifter.lift(turn, _Place(layout.SESSION_JSON, None, f"fx:h{i}/", f"$.history[{i}]"))
     root = meta.get("workspace_root")
     b.session = Session(
@@ -949,13 +984,21 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     )
     files = _Files(b, limits)
     try:
-        _read_schema(sdir, _load(sdir, files, b, limits), files, b, limits)
+        meta, history = _load(sdir, files, b, limits)
+        _read_schema(sdir, meta, history, files, b, limits)
     finally:
         files.close()
     return b.build()
 
 
-def _read_schema(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: Limits) -> None:
+def _read_schema(
+    sdir: Path,
+    meta: Obj,
+    history: streamed.History | None,
+    files: _Files,
+    b: SnapshotBuilder,
+    limits: Limits,
+) -> None:
     sid = b.source.session_id
     schema = meta.get("schema_version")
     if _int(schema) is None:
@@ -965,7 +1008,7 @@ def _read_schema(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limit
             layout.SESSION_JSON, f"id {meta.get('id')!r} does not equal the folder name {sid!r}"
         )
     if schema in native.LEGACY_SCHEMAS:
-        _read_legacy(meta, b)
+        _read_legacy(meta, b, history)
     elif schema == native.EVENT_LOG_SCHEMA:
         _read_v3(sdir, meta, files, b, limits)
     elif schema == native.CURRENT_SCHEMA:
