@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gc
+import hashlib
 from pathlib import Path
 
 import orjson
@@ -117,6 +118,29 @@ def test_add_artifact_file_refuses_a_file_over_the_limit(tmp_path: Path) -> None
     native.write_bytes(b"x" * 100)
     with pytest.raises(LimitError, match=r"log\.jsonl"):
         _builder().add_artifact_file("log.jsonl", "application/x-ndjson", native, 99, "max_x")
+
+
+def test_artifacts_are_kept_in_name_order_and_a_name_added_again_replaces_its_entry(
+    tmp_path: Path,
+) -> None:
+    native = tmp_path / "session.json"
+    native.write_bytes(b'{"api_key": "k", "a": "\xc3\xa9"}')
+    b = _builder()
+    b.add_artifact("z.bin", "application/octet-stream", b"\xff")
+    b.add_artifact_file("session.json", "application/json", native, 1 << 20, "max")
+    b.add_artifact("a.txt", "text/plain", b"a")
+    # a reader that finds a credential in a copied JSON file adds the stripped bytes
+    kept = b.add_artifact("session.json", "application/json", native.read_bytes())
+    snap = b.build()
+    assert [a.name for a in snap.artifacts] == ["a.txt", "session.json", "z.bin"]
+    assert [a.encoding for a in snap.artifacts] == ["utf8", "utf8", "base64"]
+    stripped = snap.artifacts.get("session.json")  # type: ignore[attr-defined]
+    assert stripped is not None and stripped.read() == kept.read()
+    assert b"api_key" not in kept.read() and stripped.size == len(kept.read())
+    assert stripped.sha256 == hashlib.sha256(kept.read()).hexdigest()
+    assert snap.artifacts[-1].read() == b"\xff" and snap.artifacts[0:1][0].name == "a.txt"
+    again = io.loads(io.dumps(snap))
+    assert again == snap and io.verify(again).ok and again.id == snap.id
 
 
 def test_blobs_compare_by_content() -> None:

@@ -28,7 +28,15 @@ from trajconv.snapshot.models import (
     Snapshot,
     Source,
 )
-from trajconv.snapshot.spool import CHUNK, ArtifactEntry, ArtifactLog, Blob, RecordSpool, Spool
+from trajconv.snapshot.spool import (
+    CHUNK,
+    ArtifactEntry,
+    ArtifactLog,
+    ArtifactTable,
+    Blob,
+    RecordSpool,
+    Spool,
+)
 from trajconv.version import __version__
 
 
@@ -137,7 +145,7 @@ class SnapshotBuilder:
         self._tail: list[dict[str, Any]] = []  # records not yet hashed, oldest first
         self._count = 0
         self._hold: int | None = None
-        self._artifacts: dict[str, ArtifactEntry] = {}
+        self._artifacts = ArtifactTable()
         self._utf8_later: dict[str, Callable[[], bool | None]] = {}
         self._files = [self._spool.new_file("artifacts.bin")]  # the pack, then whole files
         self._pack = self._files[0].open("wb")
@@ -278,7 +286,7 @@ class SnapshotBuilder:
             self.diagnostics.add("secret-dropped", f"{name}:{path}")
         writer = ArtifactWriter(name, self._pack)
         writer.write(data)
-        self._artifacts[name] = writer.finish(media_type, 0)
+        self._artifacts.put(writer.finish(media_type, 0))
         return Blob.from_bytes(data)
 
     @contextlib.contextmanager
@@ -298,7 +306,7 @@ class SnapshotBuilder:
         if utf8 is not None:
             self._utf8_later[name] = utf8
         self._files.append(path)
-        self._artifacts[name] = writer.finish(media_type, len(self._files) - 1)
+        self._artifacts.put(writer.finish(media_type, len(self._files) - 1))
 
     def add_artifact_file(
         self,
@@ -335,7 +343,9 @@ class SnapshotBuilder:
         return Blob(path=self._files[-1], size=out.size, keep=self._spool)
 
     def _settle_encoding(self, name: str, is_utf8: bool | None) -> None:
-        entry = self._artifacts[name]
+        i = self._artifacts.find(name)
+        assert i is not None  # registered with its artifact
+        entry = self._artifacts.entry(i)
         if is_utf8 is None:  # the reader could not tell: decode the bytes once more
             blob = Blob(path=self._files[entry[5]], offset=entry[6], size=entry[3])
             decoder = codecs.getincrementaldecoder("utf-8")()
@@ -346,7 +356,7 @@ class SnapshotBuilder:
                 is_utf8 = True
             except UnicodeDecodeError:
                 is_utf8 = False
-        self._artifacts[name] = (*entry[:4], "utf8" if is_utf8 else "base64", *entry[5:])
+        self._artifacts.put((*entry[:4], "utf8" if is_utf8 else "base64", *entry[5:]))
 
     # -- finish ------------------------------------------------------------------
     def build(self) -> Snapshot:
@@ -360,8 +370,8 @@ class SnapshotBuilder:
         session = self.session.model_dump(mode="json")
         for name, utf8 in self._utf8_later.items():
             self._settle_encoding(name, utf8())
-        artifacts = ArtifactLog(sorted(self._artifacts.values()), self._files, self._spool)
-        self._artifacts = {}
+        artifacts = ArtifactLog(self._artifacts, self._files, self._spool)
+        self._artifacts = ArtifactTable()
         sid = hashing.snapshot_id(FORMAT, source, session, self._digest, artifacts.metadata())
         return Snapshot.model_construct(
             id=sid,

@@ -217,37 +217,83 @@ class RecordLog(Sequence["Record"]):
 
 ArtifactEntry = tuple[str, str, str, int, Literal["utf8", "base64"], int, int]
 """An artifact as the builder keeps it: name, media type, sha256, size, encoding, the
-index of its spool file and its offset there (a few hundred bytes, not a model)."""
+index of its spool file and its offset there."""
+
+
+class ArtifactTable:
+    """Artifact entries by name, kept in columns.
+
+    A Cursor session has one artifact per blob (80,000 at 100 MB). As models they were
+    the largest thing left in memory, and as tuples of strings still about 400 bytes
+    each; in columns an entry is its name plus about 80 bytes (the digest as 32 bytes).
+    Putting a name again replaces its entry.
+    """
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._names: list[str] = []
+        self._media: list[str] = []  # the readers' few media type strings, shared
+        self._sha = bytearray()
+        self._base64 = bytearray()  # 1 where the encoding is base64
+        self._numbers = array("q")  # size, file, offset of each entry
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def put(self, entry: ArtifactEntry) -> None:
+        name, media_type, sha256, size, encoding, file, offset = entry
+        i = self._index.get(name)
+        if i is None:
+            self._index[name] = len(self._names)
+            self._names.append(name)
+            self._media.append(media_type)
+            self._sha += bytes.fromhex(sha256)
+            self._base64.append(encoding == "base64")
+            self._numbers.extend((size, file, offset))
+            return
+        self._media[i] = media_type
+        self._sha[32 * i : 32 * i + 32] = bytes.fromhex(sha256)
+        self._base64[i] = encoding == "base64"
+        self._numbers[3 * i : 3 * i + 3] = array("q", (size, file, offset))
+
+    def find(self, name: str) -> int | None:
+        return self._index.get(name)
+
+    def entry(self, i: int) -> ArtifactEntry:
+        size, file, offset = self._numbers[3 * i : 3 * i + 3]
+        encoding: Literal["utf8", "base64"] = "base64" if self._base64[i] else "utf8"
+        sha256 = self._sha[32 * i : 32 * i + 32].hex()
+        return (self._names[i], self._media[i], sha256, size, encoding, file, offset)
+
+    def by_name(self) -> array[int]:
+        """Entry positions in name order (the Snapshot's artifact order)."""
+        return array("q", sorted(range(len(self._names)), key=self._names.__getitem__))
 
 
 class ArtifactLog(Sequence["Artifact"]):
-    """A built Snapshot's artifacts, sorted by name, made into models when used.
+    """A built Snapshot's artifacts, sorted by name, made into models when used."""
 
-    A Cursor session has one artifact per blob (80,000 at 100 MB); as models they
-    were the largest thing left in memory, so the builder keeps compact entries.
-    """
-
-    def __init__(self, entries: list[ArtifactEntry], paths: list[Path], keep: object) -> None:
-        self._entries = entries
+    def __init__(self, table: ArtifactTable, paths: list[Path], keep: object) -> None:
+        self._table = table
+        self._order = table.by_name()
         self._paths = paths
         self._keep = keep
-        self._names: dict[str, int] | None = None
 
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def _model(self, entry: ArtifactEntry) -> Artifact:
+    def _model(self, i: int) -> Artifact:
         from trajconv.snapshot.models import Artifact
 
-        name, media_type, sha256, size, encoding, file, offset = entry
+        name, media_type, sha256, size, encoding, file, offset = self._table.entry(i)
         art = Artifact.model_construct(
             name=name, media_type=media_type, sha256=sha256, size=size, encoding=encoding
         )
         art._blob = Blob(path=self._paths[file], offset=offset, size=size, keep=self._keep)
         return art
 
+    def __len__(self) -> int:
+        return len(self._order)
+
     def __iter__(self) -> Iterator[Artifact]:
-        return map(self._model, self._entries)
+        return map(self._model, self._order)
 
     @overload
     def __getitem__(self, index: int) -> Artifact: ...
@@ -255,18 +301,17 @@ class ArtifactLog(Sequence["Artifact"]):
     def __getitem__(self, index: slice) -> list[Artifact]: ...
     def __getitem__(self, index: int | slice) -> Artifact | list[Artifact]:
         if isinstance(index, slice):
-            return [self._model(e) for e in self._entries[index]]
-        return self._model(self._entries[index])
+            return [self._model(i) for i in self._order[index]]
+        return self._model(self._order[index])
 
     def get(self, name: str) -> Artifact | None:
-        if self._names is None:
-            self._names = {entry[0]: i for i, entry in enumerate(self._entries)}
-        index = self._names.get(name)
-        return None if index is None else self._model(self._entries[index])
+        i = self._table.find(name)
+        return None if i is None else self._model(i)
 
     def metadata(self) -> Iterator[dict[str, Any]]:
         """name, sha256 and size of each artifact (what the Snapshot id hashes), no model."""
-        for name, _media, sha256, size, *_rest in self._entries:
+        for i in self._order:
+            name, _media, sha256, size, *_rest = self._table.entry(i)
             yield {"name": name, "sha256": sha256, "size": size}
 
     __eq__ = _sequence_eq
