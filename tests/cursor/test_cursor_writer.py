@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -136,6 +137,46 @@ def test_prepare_rejects_a_tampered_blob(tmp_path: Path) -> None:
     readout.write_text(json.dumps(doc))
     proc = _prepare(out, tmp_path / "home")
     assert proc.returncode == 1 and "sha256" in proc.stderr
+    assert not (tmp_path / "home" / ".cursor").exists()
+
+
+def _rehash(out: Path, readout: Path) -> None:
+    """Make the manifest match an edited readout, so prepare's own checks are what fail."""
+    manifest = out / "trajconv-export.json"
+    doc = json.loads(manifest.read_text())
+    for entry in doc["files"]:
+        if entry["path"].endswith(".readout.json"):
+            entry["sha256"] = hashlib.sha256(readout.read_bytes()).hexdigest()
+    manifest.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("blob", "sha256 does not match its id"),
+        ("truncate", "readout is not JSON (unterminated string at byte"),
+        ("base64", "blob data is not base64"),
+    ],
+)
+def test_prepare_checks_every_blob_and_the_readout_before_writing(
+    edit: str, message: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    emit(CODEC.plan(CODEC.read(fixture_store("multi-turn"))), out)
+    readout = out / "cursor" / f"{AGENTS['multi-turn']}.readout.json"
+    data = readout.read_bytes()
+    doc = json.loads(data)
+    if edit == "blob":
+        doc["blobs"][-1]["data"] = "e30="  # "{}"
+        readout.write_text(json.dumps(doc))
+    elif edit == "base64":
+        doc["blobs"][-1]["data"] = "not base64!"
+        readout.write_text(json.dumps(doc))
+    else:
+        readout.write_bytes(data[: data.index(doc["blobs"][-1]["data"].encode()) + 8])
+    _rehash(out, readout)
+    proc = _prepare(out, tmp_path / "home")
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "home" / ".cursor").exists()
 
 

@@ -27,7 +27,6 @@ import base64
 import contextlib
 import hashlib
 import json
-import re
 import shutil
 import sqlite3
 import tempfile
@@ -40,10 +39,9 @@ from urllib.parse import unquote, urlparse
 
 from google.protobuf.message import DecodeError
 
-from trajconv.codecs.cursor import proto
+from trajconv.codecs.cursor import prepare_store, proto
 from trajconv.errors import FormatError
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
-from trajconv.snapshot.spool import CHUNK
 
 READOUT_FORMAT = "cursor-agent-sqlite-readout-v1"
 META_KEY = "0"
@@ -195,21 +193,19 @@ class SqliteBlobSource(BlobSource):
 class ReadoutBlobSource(BlobSource):
     """A readout's blobs, each read from the file when asked for (the scan kept where)."""
 
-    def __init__(self, fh: BinaryIO, spans: dict[str, tuple[int, int]], name: str) -> None:
+    def __init__(self, fh: BinaryIO, spans: prepare_store.Spans, name: str) -> None:
         self.fh = fh
         self.spans = spans
-        """Blob id -> file offset and length of its base64 JSON string, quotes included."""
         self.name = name
 
     def get(self, blob_hex: str) -> bytes | None:
         span = self.spans.get(blob_hex)
         if span is None:
             return None
-        self.fh.seek(span[0])
         try:
-            return base64.b64decode(json.loads(self.fh.read(span[1])), validate=True)
-        except ValueError:
-            raise FormatError(self.name, "blob data is not base64", blob=blob_hex) from None
+            return prepare_store.read_blob(self.fh, blob_hex, span)
+        except prepare_store.ReadoutError as exc:
+            raise FormatError(self.name, str(exc), blob=exc.blob) from None
 
 
 def _connect_ro(path: Path) -> sqlite3.Connection:
@@ -469,224 +465,16 @@ def readout_chunks(
     yield b"\n"
 
 
-class _Scanner:
-    """A JSON document read front to back in chunks: small values are parsed, a long
-    string can be passed over keeping only its place, so the file is never held whole."""
-
-    _SPACE = re.compile(rb"[ \t\n\r]*")
-    _SCALAR = re.compile(rb"[^ \t\n\r,:\]}]*")
-    # A string's body up to its closing quote, and everything up to the next bracket that
-    # is not in a string: runs are taken whole, so Python steps only from bracket to bracket.
-    _STRING = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
-    _FILLER = re.compile(rb'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*', re.DOTALL)
-
-    def __init__(self, fh: BinaryIO, where: str) -> None:
-        self.fh = fh
-        self.where = where
-        self.buf = b""
-        self.at = 0
-        self.base = 0  # file offset of buf[0]
-        self.mark: int | None = None  # start of the value being parsed, kept across reads
-
-    def _more(self) -> bool:
-        chunk = self.fh.read(CHUNK)
-        if not chunk:
-            return False
-        cut = self.at if self.mark is None else self.mark
-        self.buf = self.buf[cut:] + chunk
-        self.base += cut
-        self.at -= cut
-        if self.mark is not None:
-            self.mark = 0
-        return True
-
-    def _past(self, pattern: re.Pattern[bytes]) -> None:
-        match = pattern.match(self.buf, self.at)
-        assert match is not None  # each pattern matches the empty string
-        self.at = match.end()
-
-    def error(self, what: str) -> FormatError:
-        return FormatError(
-            self.where, f"readout is not JSON ({what} at byte {self.base + self.at})"
-        )
-
-    def peek(self) -> int:
-        """The next byte that is not white space (not taken); -1 at the end."""
-        while True:
-            self._past(self._SPACE)
-            if self.at < len(self.buf):
-                return self.buf[self.at]
-            if not self._more():
-                return -1
-
-    def take(self, char: bytes) -> None:
-        if self.peek() != char[0]:
-            raise self.error(f"expected {char.decode()}")
-        self.at += 1
-
-    def items(self, close: bytes, *, started: bool = False) -> Iterator[None]:
-        """Once per member of the object, or element of the array, just opened (``started``
-        when its first member was taken already)."""
-        if not started:
-            if self.peek() == close[0]:
-                self.at += 1
-                return
-            yield
-        while self.peek() != close[0]:
-            self.take(b",")
-            yield
-        self.at += 1
-
-    def head(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
-        """Take what ``pattern`` (a short, common shape) matches here, if it does."""
-        self.peek()
-        if len(self.buf) - self.at < 1024:
-            self._more()
-        match = pattern.match(self.buf, self.at)
-        if match is not None:
-            self.at = match.end()
-        return match
-
-    def string(self) -> tuple[int, int]:
-        """Pass over a string: its file offset and length, quotes included."""
-        self.take(b'"')
-        start = self.base + self.at - 1
-        while True:
-            self._past(self._STRING)
-            if self.at < len(self.buf) and self.buf[self.at] == ord('"'):
-                self.at += 1
-                return start, self.base + self.at - start
-            if not self._more():  # else the chunk ended in the string (or in an escape)
-                raise self.error("unterminated string")
-
-    def text(self) -> str:
-        """Parse one string (a member name, an id)."""
-        if self.peek() != ord('"'):
-            raise self.error("expected a string")
-        self.mark = self.at
-        self.string()
-        raw = self.buf[self.mark : self.at]
-        self.mark = None
-        try:
-            if b"\\" in raw:  # escapes need the JSON decoder; most strings have none
-                value: str = json.loads(raw)
-                return value
-            return raw[1:-1].decode("utf-8")
-        except ValueError as exc:  # a UnicodeDecodeError too
-            raise self.error(str(exc)) from None
-
-    def skip(self) -> None:
-        """Pass over one value."""
-        first = self.peek()
-        if first == ord('"'):
-            self.string()
-        elif first in (ord("["), ord("{")):
-            depth = 0
-            while True:
-                self._past(self._FILLER)
-                if self.at == len(self.buf):
-                    if not self._more():
-                        raise self.error("unterminated value")
-                    continue
-                mark = self.buf[self.at]
-                if mark == ord('"'):  # a string the chunk ends in
-                    self.string()
-                    continue
-                self.at += 1
-                depth += 1 if mark in b"[{" else -1
-                if depth == 0:
-                    return
-        else:
-            self._past(self._SCALAR)
-            while self.at == len(self.buf) and self._more():
-                self._past(self._SCALAR)
-
-    def value(self) -> Any:
-        """Parse one value (a small one: it is held while it is read)."""
-        self.peek()
-        self.mark = self.at
-        self.skip()
-        text = self.buf[self.mark : self.at]
-        self.mark = None
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            raise self.error(str(exc)) from None
-
-
-# How the writer starts every blob entry, up to the data string: taken in one step, where
-# any other shape is read member by member.
-_BLOB_HEAD = re.compile(
-    rb'\{[ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*"([0-9a-f]{64})"[ \t\n\r]*,'
-    rb'[ \t\n\r]*"size"[ \t\n\r]*:[ \t\n\r]*[0-9]+[ \t\n\r]*,'
-    rb'[ \t\n\r]*"data"[ \t\n\r]*:[ \t\n\r]*(?=")'
-)
-
-
-def _scan_blob(sc: _Scanner, i: int, max_blob: int) -> tuple[str, tuple[int, int]]:
-    """One ``blobs`` entry: its id, and where its base64 is."""
-    entry: JsonObj = {}
-    span: tuple[int, int] | None = None
-    quick = sc.head(_BLOB_HEAD)
-    if quick is not None:
-        entry["id"] = quick.group(1).decode("ascii")
-        span = sc.string()
-    if quick is not None or sc.peek() == ord("{"):
-        if quick is None:
-            sc.take(b"{")
-        for _ in sc.items(b"}", started=quick is not None):
-            key = sc.text()
-            sc.take(b":")
-            if key == "data" and sc.peek() == ord('"'):
-                span = sc.string()
-            else:
-                entry[key] = sc.value()
-    else:
-        sc.skip()
-    bid = entry.get("id")
-    if not isinstance(bid, str) or span is None:
-        raise FormatError(sc.where, f"blobs[{i}] is not {{id, data}}")
-    # Even if every character were an escape pair, this much base64 decodes to more.
-    if (span[1] - 2) // 8 * 3 > max_blob:
-        raise FormatError(sc.where, f"blobs[{i}] is over the max_line_bytes limit", blob=bid)
-    return bid, span
-
-
-def _scan_readout(sc: _Scanner, max_blob: int) -> tuple[JsonObj, dict[str, tuple[int, int]]]:
-    """The readout members a store is rebuilt from, and where each blob's base64 is.
-
-    The rest is passed over unparsed: ``provenance`` (the source records) and
-    ``meta_decoded``, so no credential a third-party readout left there is even decoded.
-    """
-    if sc.peek() != ord("{"):
-        raise FormatError(sc.where, f"not a {READOUT_FORMAT} document")
-    sc.take(b"{")
-    doc: JsonObj = {}
-    spans: dict[str, tuple[int, int]] = {}
-    for _ in sc.items(b"}"):
-        key = sc.text()
-        sc.take(b":")
-        if key == "blobs" and sc.peek() == ord("["):
-            sc.take(b"[")
-            for i, _ in enumerate(sc.items(b"]")):
-                bid, span = _scan_blob(sc, i, max_blob)
-                spans[bid] = span
-        elif key in ("format", "agent_id", "user_version", "meta"):
-            doc[key] = sc.value()
-        else:
-            sc.skip()
-    if sc.peek() != -1:
-        raise sc.error("data after the document")
-    return doc, spans
-
-
 @contextlib.contextmanager
 def read_readout(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
     """A readout opened for one walk: scanned once for meta and blob places; each blob is
     read from the file when the walk reaches it."""
     where = str(path)
     with path.open("rb") as fh:
-        doc, spans = _scan_readout(_Scanner(fh, where), max_blob)
+        try:
+            doc, spans = prepare_store.scan_readout(fh, max_blob)
+        except prepare_store.ReadoutError as exc:
+            raise FormatError(where, str(exc), blob=exc.blob) from None
         if doc.get("format") != READOUT_FORMAT:
             raise FormatError(where, f"not a {READOUT_FORMAT} document")
         rows: dict[str, str] = {}
