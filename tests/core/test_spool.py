@@ -13,7 +13,7 @@ import pytest
 from trajconv.errors import LimitError
 from trajconv.snapshot import io
 from trajconv.snapshot.builder import SnapshotBuilder
-from trajconv.snapshot.models import Evidence, Source
+from trajconv.snapshot.models import Evidence, Snapshot, Source
 from trajconv.snapshot.spool import CHUNK, Blob, RecordLog
 
 SOURCE = Source(harness="grok", harness_version=None, session_id="s1", locator="s1")
@@ -141,6 +141,25 @@ def test_artifacts_are_kept_in_name_order_and_a_name_added_again_replaces_its_en
     assert snap.artifacts[-1].read() == b"\xff" and snap.artifacts[0:1][0].name == "a.txt"
     again = io.loads(io.dumps(snap))
     assert again == snap and io.verify(again).ok and again.id == snap.id
+
+
+def test_small_and_large_artifacts_and_models_with_inline_data_write_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    # a built Snapshot reads its small artifacts whole and streams large ones; a model
+    # validated straight from the document holds its data inline instead of in a Blob
+    b = _builder()
+    b.add_artifact("small.bin", "application/octet-stream", b"\x00\xff" * 10)
+    b.add_artifact("small.txt", "text/plain", "caf\u00e9 \U0001f680\n".encode())
+    with b.artifact_writer("large.txt", "text/plain") as w:
+        w.write(('\u00e9"\\\n' * (1 << 16)).encode())
+    snap = b.build()
+    data = io.dumps(snap)
+    assert data == _reference(snap)
+    inline = Snapshot.model_validate(orjson.loads(data))
+    assert all(a.blob is None and a.data is not None for a in inline.artifacts)
+    assert io.dumps(inline) == data
+    assert io.verify(inline).ok
 
 
 def test_blobs_compare_by_content() -> None:

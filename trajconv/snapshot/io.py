@@ -25,8 +25,8 @@ import orjson
 from trajconv.errors import FormatError, VerifyError
 from trajconv.snapshot import hashing
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
-from trajconv.snapshot.models import FORMAT, Artifact, Snapshot
-from trajconv.snapshot.spool import Blob, record_dicts
+from trajconv.snapshot.models import FORMAT, Snapshot
+from trajconv.snapshot.spool import Blob, artifact_dicts, record_dicts
 
 
 def dumps(snapshot: Snapshot) -> bytes:
@@ -39,12 +39,15 @@ def dumps(snapshot: Snapshot) -> bytes:
 _B64_CHUNK = 3 << 18  # a multiple of 3, so chunks encode to pieces that concatenate
 
 
-def _data_pieces(art: Artifact) -> Iterator[bytes]:
+_INLINE_BELOW = 1 << 16  # artifacts smaller than this are encoded whole (one orjson call)
+
+
+def _data_pieces(blob: Blob, encoding: str) -> Iterator[bytes]:
     """The JSON string of an artifact's ``data``, in pieces, from its Blob."""
     yield b'"'
-    if art.encoding == "base64":
+    if encoding == "base64":
         pending = b""
-        for chunk in art.chunks():
+        for chunk in blob.chunks():
             pending += chunk
             cut = len(pending) - len(pending) % 3
             if cut >= _B64_CHUNK or cut == len(pending):
@@ -53,22 +56,23 @@ def _data_pieces(art: Artifact) -> Iterator[bytes]:
         yield base64.b64encode(pending)
     else:
         decoder = codecs.getincrementaldecoder("utf-8")()
-        for chunk in art.chunks():
+        for chunk in blob.chunks():
             # orjson escapes character by character, so the pieces concatenate.
             yield orjson.dumps(decoder.decode(chunk))[1:-1]
         yield orjson.dumps(decoder.decode(b"", final=True))[1:-1]
     yield b'"'
 
 
-def _artifact(art: Artifact, inline: bool) -> Members:
-    """An artifact's members; ``data`` streamed from its Blob when ``inline``, ``null``
-    when the bytes live beside the document."""
-    members = Members(art.model_dump(mode="json", exclude={"data"}))
-    if inline and art.blob is not None:
-        members["data"] = Raw(_data_pieces(art))
-    else:
-        members["data"] = art.data if inline else None
-    return members
+def _artifact(meta: dict[str, Any], blob: Blob | None, inline: bool) -> Any:
+    """An artifact's members; ``data`` from its Blob when ``inline`` (streamed when large),
+    ``null`` when the bytes live beside the document."""
+    if not inline or blob is None:
+        return {**meta, "data": None}
+    if blob.size < _INLINE_BELOW:
+        data = blob.read()
+        text = base64.b64encode(data).decode() if meta["encoding"] == "base64" else data.decode()
+        return {**meta, "data": text}
+    return Members(meta, data=Raw(_data_pieces(blob, meta["encoding"])))
 
 
 def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True) -> None:
@@ -82,7 +86,10 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     """
     doc = Members(snapshot.model_dump(mode="json", exclude={"records", "artifacts"}))
     doc["records"] = Items(record_dicts(snapshot.records))
-    doc["artifacts"] = Items(_artifact(a, inline_artifacts) for a in snapshot.artifacts)
+    doc["artifacts"] = Items(
+        _artifact(meta, blob, inline_artifacts)
+        for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)
+    )
     ordered = Members((name, doc[name]) for name in type(snapshot).model_fields)
     for chunk in json_chunks(ordered):
         stream.write(chunk)
@@ -241,8 +248,8 @@ def verify(snapshot: Snapshot) -> VerifyReport:
         head,
         record_dicts(snapshot.records),
         (
-            (a.model_dump(mode="json"), a.chunks() if a.blob is not None else None)
-            for a in snapshot.artifacts
+            (meta, blob.chunks() if blob is not None else None)
+            for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)
         ),
     )
 

@@ -10,6 +10,8 @@ at a time, whatever the size of the session (issue 10).
 
 from __future__ import annotations
 
+import base64
+import os
 import shutil
 import tempfile
 import weakref
@@ -308,6 +310,38 @@ class ArtifactLog(Sequence["Artifact"]):
         i = self._table.find(name)
         return None if i is None else self._model(i)
 
+    def dicts(self, read_below: int = 0) -> Iterator[tuple[dict[str, Any], Blob]]:
+        """Each artifact's members (``data`` aside) and its bytes, in name order, no model.
+
+        An artifact smaller than ``read_below`` comes as bytes read here, through one open
+        file per spool file (a Cursor chat has 80,000 small artifacts in one pack).
+        """
+        files: dict[int, int] = {}
+        try:
+            for i in self._order:
+                name, media_type, sha256, size, encoding, file, offset = self._table.entry(i)
+                meta = {
+                    "name": name,
+                    "media_type": media_type,
+                    "sha256": sha256,
+                    "size": size,
+                    "encoding": encoding,
+                }
+                if size < read_below:
+                    fd = files.get(file)
+                    if fd is None:
+                        fd = files[file] = os.open(self._paths[file], os.O_RDONLY)
+                    data = os.pread(fd, size, offset)
+                    if len(data) != size:
+                        raise OSError(f"{self._paths[file]}: ends short of artifact {name}")
+                    yield meta, Blob.from_bytes(data)
+                else:
+                    path = self._paths[file]
+                    yield meta, Blob(path=path, offset=offset, size=size, keep=self._keep)
+        finally:
+            for fd in files.values():
+                os.close(fd)
+
     def metadata(self) -> Iterator[dict[str, Any]]:
         """name, sha256 and size of each artifact (what the Snapshot id hashes), no model."""
         for i in self._order:
@@ -326,6 +360,22 @@ def artifact_lookup(artifacts: Sequence[Artifact]) -> Callable[[str], Artifact |
     if isinstance(artifacts, ArtifactLog):
         return artifacts.get
     return {a.name: a for a in artifacts}.get
+
+
+def artifact_dicts(
+    artifacts: Iterable[Any], read_below: int = 0
+) -> Iterator[tuple[dict[str, Any], Blob | None]]:
+    """Artifacts as the Snapshot file holds them (``data`` aside) with their bytes, if
+    present; a built Snapshot's log gives them without models (see ArtifactLog.dicts)."""
+    if isinstance(artifacts, ArtifactLog):
+        yield from artifacts.dicts(read_below)
+    else:
+        for art in artifacts:
+            blob, data = art.blob, art.data
+            if blob is None and data is not None:  # a model made with its data inline
+                raw = base64.b64decode(data) if art.encoding == "base64" else data.encode()
+                blob = Blob.from_bytes(raw)
+            yield art.model_dump(mode="json", exclude={"data"}), blob
 
 
 def record_dicts(records: Iterable[Any]) -> Iterator[dict[str, Any]]:
