@@ -8,6 +8,7 @@ diagnostic names the key's path (never its value).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -23,6 +24,13 @@ SECRET_KEY = re.compile(
 
 
 def is_secret_key(key: str) -> bool:
+    """Whether a member name looks like a credential."""
+    # Names repeat across a session's documents, so short ones are looked up once.
+    return _is_short_secret_key(key) if len(key) <= 64 else bool(SECRET_KEY.search(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_short_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(key))
 
 
@@ -50,16 +58,13 @@ def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
 
 def has_secret_key(value: Any) -> bool:
     """Whether a parsed JSON value has a member whose name looks like a credential."""
-    seen: set[str] = set()
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key in item:
-                if key not in seen:
-                    if isinstance(key, str) and is_secret_key(key):
-                        return True
-                    seen.add(key)
+                if isinstance(key, str) and is_secret_key(key):
+                    return True
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
