@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from trajconv.errors import LimitError
+from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot import io
 from trajconv.snapshot.builder import SnapshotBuilder
 from trajconv.snapshot.models import Evidence, Snapshot, Source
@@ -80,13 +80,33 @@ def test_hold_keeps_a_record_amendable_and_amend_refuses_written_ones() -> None:
     assert io.verify(snap).ok
 
 
-def test_changing_the_source_after_records_were_hashed_is_a_bug() -> None:
+def test_a_source_completed_after_records_were_spooled_chains_them_again() -> None:
+    late, early = _builder(), _builder()
+    early.source = SOURCE.model_copy(update={"harness_version": "1.0"})
+    for b in (late, early):
+        for i in range(300):
+            b.add_text("user", f"u{i}", f"hi {i}", time=None, turn=None, evidence=_ev(i + 1))
+        b.add_call("c", "call", "tool", {"n": 2**70}, time=None, turn=0, evidence=_ev(301))
+    late.source = SOURCE.model_copy(update={"harness_version": "1.0"})
+    snap = late.build()
+    assert snap.source.harness_version == "1.0"
+    assert io.dumps(snap) == io.dumps(early.build())
+    assert io.verify(snap).ok and len(snap.records) == 301
+
+
+def test_numbers_beyond_doubles_keep_their_digits_and_nan_is_a_format_error() -> None:
     b = _builder()
-    for i in range(300):
-        b.add_text("user", f"u{i}", "hi", time=None, turn=None, evidence=_ev(i + 1))
-    b.source = SOURCE.model_copy(update={"harness_version": "1.0"})
-    with pytest.raises(RuntimeError, match="source"):
+    b.add_call("c1", "call", "tool", {"ns": 2**53 + 1}, time=None, turn=0, evidence=_ev(7))
+    snap = b.build()
+    data = io.dumps(snap)
+    assert b'"ns": 9007199254740993' in data
+    again = io.loads(data)
+    assert again.id == snap.id and io.verify(again).ok
+    b = _builder()
+    b.add_call("c1", "call", "tool", {"x": float("nan")}, time=None, turn=0, evidence=_ev(7))
+    with pytest.raises(FormatError, match=r"log\.jsonl.*7.*record c1.*nan") as caught:
         b.build()
+    assert caught.value.line == 7
 
 
 def test_large_artifacts_stream_into_the_file_byte_for_byte(tmp_path: Path) -> None:

@@ -187,14 +187,21 @@ class SnapshotBuilder:
             below = min(below, self._hold)
         if self._head_source is None:
             # The chain starts from the source (DESIGN §3), which a reader may complete
-            # from the first native event (a harness version); it is fixed from here on.
+            # from the first native event (a harness version); a change after this point
+            # costs build() one more pass over the spooled records.
             self._head_source = self.source
             self._digest = hashing.header_digest(FORMAT, self.source.model_dump(mode="json"))
         keep = 0
         for rec in self._tail:
             if rec["seq"] >= below:
                 break
-            self._digest = hashing.record_digest(self._digest, rec)
+            try:
+                self._digest = hashing.record_digest(self._digest, rec)
+            except ValueError as exc:  # NaN, an infinity, an integer no double holds
+                ev = rec["evidence"]
+                raise FormatError(
+                    ev["artifact"], f"record {rec['id']}: {exc}", line=ev["line"]
+                ) from None
             self._records.append(rec, hashing.tag(self._digest))
             keep += 1
         del self._tail[:keep]
@@ -362,10 +369,13 @@ class SnapshotBuilder:
     def build(self) -> Snapshot:
         self._hold = None
         self._flush(self._count)
+        if self._head_source is not None and self._head_source != self.source:
+            # the reader completed the source after records were spooled: chain them again
+            head = hashing.header_digest(FORMAT, self.source.model_dump(mode="json"))
+            self._digest = self._records.rechain(head)
+            self._head_source = self.source
         self._pack.close()
         records = self._records.close()
-        if self._head_source != self.source:
-            raise RuntimeError("the reader changed the Snapshot source after records were hashed")
         source = self.source.model_dump(mode="json")
         session = self.session.model_dump(mode="json")
         for name, utf8 in self._utf8_later.items():

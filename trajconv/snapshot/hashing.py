@@ -57,13 +57,37 @@ def _fast_path_ok(value: Any) -> bool:
 
 
 def canonical(value: Any) -> bytes:
-    """RFC 8785 canonical bytes of a JSON value."""
+    """RFC 8785 canonical bytes of a JSON value.
+
+    JCS reads every number as an IEEE-754 double (RFC 8785 §3.2.2.3), so an integer
+    beyond ±2^53 is hashed as the double it reads as, where the ``rfc8785`` package
+    refuses it; the record keeps its exact digits. A value JCS cannot hold at all (NaN,
+    an infinity, an integer beyond the doubles) raises ``ValueError``.
+    """
     if _fast_path_ok(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
             pass  # e.g. a lone surrogate or deep nesting: let the reference decide
-    return rfc8785.dumps(value)
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError:
+        return rfc8785.dumps(_as_doubles(value))
+
+
+def _as_doubles(value: Any) -> Any:
+    """``value`` with each integer outside the safe range as the double JCS reads it as."""
+    if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        try:
+            return float(value)
+        except OverflowError:
+            bits = value.bit_length()
+            raise ValueError(f"an integer of {bits} bits is beyond JSON numbers") from None
+    if isinstance(value, dict):
+        return {key: _as_doubles(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_doubles(item) for item in value]
+    return value
 
 
 def header_digest(fmt: str, source: Mapping[str, Any]) -> bytes:

@@ -416,6 +416,31 @@ class RecordSpool:
         self._fh.write(line)
         self._offsets.append(self._offsets[-1] + len(line))
 
+    def rechain(self, head: bytes) -> bytes:
+        """Hash every spooled record again from a new chain head; returns the last digest.
+
+        For a source completed after records were spooled (a harness version read late);
+        one more pass over the spool, record by record.
+        """
+        from trajconv.snapshot import hashing
+
+        self._fh.close()
+        adapter = _record_adapter()
+        path = self._spool.new_file("records.jsonl")
+        offsets = array("q", [0])
+        digest = head
+        with self._path.open("rb") as old, path.open("wb") as new:
+            for line in old:
+                model = adapter.validate_json(line)
+                digest = hashing.record_digest(digest, adapter.dump_python(model, mode="json"))
+                data = adapter.dump_json(model.model_copy(update={"hash": hashing.tag(digest)}))
+                new.write(data + b"\n")
+                offsets.append(offsets[-1] + len(data) + 1)
+        self._path.unlink()
+        self._path, self._offsets = path, offsets
+        self._fh = path.open("ab")
+        return digest
+
     def close(self) -> RecordLog:
         self._fh.close()
         return RecordLog(self._path, self._offsets, self._spool)
