@@ -132,8 +132,9 @@ def _lift(state: _State, event: native.Event) -> None:
     if kind == native.SESSION_START:
         if not state.start:
             state.start = data
-            # The Snapshot's hash chain starts from its source, so the version is set before
-            # any record is spooled: session.start is the journal's first line (spec §3.1).
+            # The Snapshot's hash chain starts from its source: session.start is the
+            # journal's first line (spec §3.1), so the version is set before any record is
+            # spooled (a later one costs the builder a second pass over the records).
             b.source = b.source.model_copy(
                 update={"harness_version": _pick(data.get("copilotVersion"))}
             )
