@@ -239,9 +239,6 @@ class ArtifactTable:
         self._base64 = bytearray()  # 1 where the encoding is base64
         self._numbers = array("q")  # size, file, offset of each entry
 
-    def __len__(self) -> int:
-        return len(self._names)
-
     def put(self, entry: ArtifactEntry) -> None:
         name, media_type, sha256, size, encoding, file, offset = entry
         i = self._index.get(name)
