@@ -251,35 +251,45 @@ class _Line:
     facts: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class _Thread:
+    """One thread being read: its store and id, the builder, the decoder, the byte budget
+    and the spool the message contents wait in."""
+
+    conn: sqlite3.Connection
+    tid: str
+    b: SnapshotBuilder
+    dec: native.Decoder
+    budget: _Budget
+    spool: _MessageSpool
+
+
 def _read_checkpoints(
-    conn: sqlite3.Connection,
-    tid: str,
-    b: SnapshotBuilder,
-    dec: native.Decoder,
-    budget: _Budget,
-    spool: _MessageSpool,
+    t: _Thread,
 ) -> _Line:
     """Checkpoint rows into the artifact as they stream; then the main line, decoded."""
-    d = b.diagnostics
+    d = t.b.diagnostics
     root: dict[str, tuple[str | None, int]] = {}
-    with b.artifact_writer(CHECKPOINTS_ART, _NDJSON) as out:
-        for number, c in enumerate(native.checkpoint_rows(conn, tid), start=1):
-            budget.take(len(c.blob))
+    with t.b.artifact_writer(CHECKPOINTS_ART, _NDJSON) as out:
+        for number, c in enumerate(native.checkpoint_rows(t.conn, t.tid), start=1):
+            t.budget.take(len(c.blob))
             out.write(_checkpoint_line(c))
             if c.ns == native.ROOT_NS:
                 root[c.checkpoint_id] = (c.parent_id, number)
             else:
                 where = f"{CHECKPOINTS_ART}:{number}"
-                d.add("nested-namespace", where, count=_checkpoint_units(dec, c, where), name=c.ns)
+                d.add(
+                    "nested-namespace", where, count=_checkpoint_units(t.dec, c, where), name=c.ns
+                )
     if not root:
-        raise FormatError(dec.file, "the thread has no checkpoint in the root namespace")
-    ids = _main_line(root, b)
+        raise FormatError(t.dec.file, "the thread has no checkpoint in the root namespace")
+    ids = _main_line(root, t.b)
     pos = {cid: i for i, cid in enumerate(ids)}
     for cid, (_, number) in root.items():
         if cid not in pos:
             where = f"{CHECKPOINTS_ART}:{number}"
-            row = native.checkpoint_row(conn, tid, cid)
-            d.add("rewound", where, count=_checkpoint_units(dec, row, where))
+            row = native.checkpoint_row(t.conn, t.tid, cid)
+            d.add("rewound", where, count=_checkpoint_units(t.dec, row, where))
 
     # Newest first, so the newest stored messages value (where the fold starts) is
     # known when it is decoded: only its messages go to the spool.
@@ -292,10 +302,10 @@ def _read_checkpoints(
     for p in range(len(ids) - 1, -1, -1):
         number = root[ids[p]][1]
         where = f"{CHECKPOINTS_ART}:{number}"
-        row = native.checkpoint_row(conn, tid, ids[p])
-        value = dec.loads(row.type, row.blob, where)
+        row = native.checkpoint_row(t.conn, t.tid, ids[p])
+        value = t.dec.loads(row.type, row.blob, where)
         if not isinstance(value, dict):
-            raise FormatError(dec.file, "checkpoint is not a map", row=where)
+            raise FormatError(t.dec.file, "checkpoint is not a map", row=where)
         meta = _metadata(row)
         if meta is None:
             invalid.append(where)
@@ -309,9 +319,9 @@ def _read_checkpoints(
             spec = channel_values.get("_model_spec")
             model_spec = spec if isinstance(spec, str) and spec else None
         if isinstance(channel_values, dict) and native.MESSAGES in channel_values:
-            msgs = dec.stored_messages(channel_values[native.MESSAGES])
+            msgs = t.dec.stored_messages(channel_values[native.MESSAGES])
             if msgs is None:
-                raise FormatError(dec.file, "messages channel holds no message list", row=where)
+                raise FormatError(t.dec.file, "messages channel holds no message list", row=where)
             seed = seed_at is None
             seed_at = p if seed else seed_at
             stored.append(
@@ -323,7 +333,7 @@ def _read_checkpoints(
                         getattr(m, "id", None),
                         type(m).__name__,
                         None,
-                        spool.put(m) if seed else None,
+                        t.spool.put(m) if seed else None,
                     )
                     for i, m in enumerate(msgs)
                 ]
@@ -349,35 +359,30 @@ def _read_checkpoints(
 
 
 def _read_writes(
-    conn: sqlite3.Connection,
-    tid: str,
-    b: SnapshotBuilder,
-    dec: native.Decoder,
-    budget: _Budget,
-    spool: _MessageSpool,
+    t: _Thread,
     line: _Line,
 ) -> dict[int, list[_Occ]]:
     """Write rows into the artifact as they stream; the line's ``messages`` writes as
     occurrences, by line position, each checkpoint's in ``writes_sort_key`` order."""
-    d = b.diagnostics
+    d = t.b.diagnostics
     latest = len(line.times) - 1
     batches: dict[int, list[_Occ]] = {}
     # The query orders rows by checkpoint, so one checkpoint's rows come together:
     # they are put in writes_sort_key order (task_path first) when the next one starts.
     group: list[tuple[tuple[str, str, int], list[_Occ]]] = []
     group_at = -1
-    with b.artifact_writer(WRITES_ART, _NDJSON) as out:
-        for number, w in enumerate(native.write_rows(conn, tid), start=1):
-            budget.take(len(w.value))
+    with t.b.artifact_writer(WRITES_ART, _NDJSON) as out:
+        for number, w in enumerate(native.write_rows(t.conn, t.tid), start=1):
+            t.budget.take(len(w.value))
             out.write(_write_line(w))
             where = f"{WRITES_ART}:{number}"
             p = line.pos.get(w.checkpoint_id)
             if w.ns != native.ROOT_NS:
-                d.add("nested-namespace", where, count=_write_units(dec, w, where), name=w.ns)
+                d.add("nested-namespace", where, count=_write_units(t.dec, w, where), name=w.ns)
             elif p is None:
-                d.add("rewound", where, count=_write_units(dec, w, where))
+                d.add("rewound", where, count=_write_units(t.dec, w, where))
             elif p == latest:
-                d.add("pending-writes", where, count=_write_units(dec, w, where), name=w.channel)
+                d.add("pending-writes", where, count=_write_units(t.dec, w, where), name=w.channel)
             elif w.channel != native.MESSAGES:
                 d.add("lifecycle-dropped", where, name=_family(w.channel))
             else:
@@ -386,7 +391,7 @@ def _read_writes(
                     group, group_at = [], p
                 # Writes before the stored value the fold starts from never reach the state.
                 lift = line.seed_at is None or p >= line.seed_at
-                value = dec.loads(w.type, w.value, where)
+                value = t.dec.loads(w.type, w.value, where)
                 occs = [
                     _Occ(
                         WRITES_ART,
@@ -395,7 +400,7 @@ def _read_writes(
                         getattr(m, "id", None),
                         type(m).__name__,
                         line.times[p + 1],
-                        spool.put(m) if lift else None,
+                        t.spool.put(m) if lift else None,
                     )
                     for i, m in enumerate(_messages(value))
                 ]
@@ -642,12 +647,7 @@ class _Folder:
 
 
 def lift_thread(
-    conn: sqlite3.Connection,
-    tid: str,
-    b: SnapshotBuilder,
-    dec: native.Decoder,
-    budget: _Budget,
-    spool: _MessageSpool,
+    t: _Thread,
 ) -> tuple[list[_Occ], dict[str, Any]]:
     """Fold the thread's main line; count every row and message. Returns (final, facts).
 
@@ -655,11 +655,11 @@ def lift_thread(
     per message occurrence (the fold, and telling a repeat from a removed message, need
     every id; the final list is the records' order) and one id and ``ts`` per checkpoint
     of the line (known only once the newest checkpoint's parent chain is). The message
-    contents wait in ``spool``.
+    contents wait in the thread's spool.
     """
-    d = b.diagnostics
-    line = _read_checkpoints(conn, tid, b, dec, budget, spool)
-    batches = _read_writes(conn, tid, b, dec, budget, spool, line)
+    d = t.b.diagnostics
+    line = _read_checkpoints(t)
+    batches = _read_writes(t, line)
     line.pos.clear()  # only the writes needed it
     seed_at = line.seed_at
     folder = _Folder(line.stored[-1] if seed_at is not None else [])
@@ -727,7 +727,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 READER,
             )
             dec = native.Decoder(str(db))
-            final, facts = lift_thread(conn, tid, b, dec, _Budget(limits, db), spool)
+            final, facts = lift_thread(_Thread(conn, tid, b, dec, _Budget(limits, db), spool))
         lifter = _Lifter(b)
         for position, occ in enumerate(final):
             assert occ.ref is not None  # every occurrence the fold can keep was spooled
