@@ -9,6 +9,8 @@ in the same run and interleaved, each of these runs in its own subprocess:
 * ``read``    ``trajconv read --from H PATH -o SNAPSHOT`` (when H is registered);
 * ``convert`` ``trajconv convert --from H --to fx`` (``--to grok`` while no fx
               codec is registered);
+* ``prepare`` for Cursor stores: the ``prepare.py`` of a Cursor→Cursor export
+              (made once per dataset, outside the timed runs) building the store;
 * peers, when installed: ``harness-convert`` (``hc convert --from grok``) on the
   Grok sessions and ``agent-trajectory`` (``normalize_transcript`` /
   ``normalize_checkpoint``) on the Copilot logs and Deep Agents threads.
@@ -277,7 +279,9 @@ def registered() -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in json.loads(out)}
 
 
-def rows_for(info: dict[str, Any], codecs: dict[str, dict[str, Any]], scratch: Path) -> list[Row]:
+def rows_for(
+    info: dict[str, Any], codecs: dict[str, dict[str, Any]], scratch: Path, exports: Path
+) -> list[Row]:
     tc = _trajconv()
     name, harness = info["name"], info["harness"]
     mib = info["bytes"] / 1024**2
@@ -329,6 +333,24 @@ def rows_for(info: dict[str, Any], codecs: dict[str, dict[str, Any]], scratch: P
                     "-o",
                     str(scratch / "out"),
                 ],
+            )
+        )
+    if harness == "cursor" and codecs.get("cursor", {}).get("write"):
+        # The store a user installs: prepare.py of an export made here, untimed.
+        export = exports / name
+        convert = [tc, "convert", "--from", "cursor", "--to", "cursor", "--allow-lossy"]
+        subprocess.run(
+            [*convert, info["read_path"], "-o", str(export)], check=True, stdout=subprocess.DEVNULL
+        )
+        prepare = [sys.executable, str(export / "prepare.py"), "--home", str(scratch / "home")]
+        made.append(
+            Row(
+                name,
+                harness,
+                info["size_label"],
+                mib,
+                "prepare.py →cursor store",
+                [*prepare, "--cwd", info.get("cwd", "/srv/bench")],
             )
         )
     if harness == "grok" and HC.is_file():
@@ -568,7 +590,10 @@ def main(argv: list[str] | None = None) -> int:
     runner = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows: list[Row] = []
     skipped: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="trajconv-bench-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="trajconv-bench-") as tmp,
+        tempfile.TemporaryDirectory(prefix="trajconv-bench-exports-") as exports,
+    ):
         scratch = Path(tmp)
         for item in generate.iter_datasets(names, sizes):
             if isinstance(item, str):
@@ -576,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
                     skipped.append(item)
                 print(f"skipped: {item}", file=sys.stderr)
                 continue
-            made = rows_for(item, codecs, scratch)
+            made = rows_for(item, codecs, scratch, Path(exports))
             run_rows(made, item, args.repeat, scratch, args.timeout)
             rows.extend(made)
         missing = [h for h in ("grok", "copilot", "fx", "cursor", "deepagents") if h not in codecs]
