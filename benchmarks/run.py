@@ -288,15 +288,15 @@ def rows_for(
     here = Path(__file__).resolve()
     marker = Path(generate_data()) / name / "dataset.json"
     floor_argv = [sys.executable, str(here), "--floor", str(marker)]
-    made = [Row(name, harness, info["size_label"], mib, "floor", floor_argv)]
+
+    def row(tool: str, argv: list[str]) -> Row:
+        return Row(name, harness, info["size_label"], mib, tool, argv)
+
+    made = [row("floor", floor_argv)]
     src = ["--session", info["session"]] if harness in ("deepagents",) else []
     if codecs.get(harness, {}).get("read"):
         made.append(
-            Row(
-                name,
-                harness,
-                info["size_label"],
-                mib,
+            row(
                 "trajconv read",
                 [
                     tc,
@@ -312,11 +312,7 @@ def rows_for(
         )
         target = "fx" if codecs.get("fx", {}).get("write") else "grok"
         made.append(
-            Row(
-                name,
-                harness,
-                info["size_label"],
-                mib,
+            row(
                 f"trajconv convert →{target}",
                 [
                     tc,
@@ -344,22 +340,14 @@ def rows_for(
         )
         prepare = [sys.executable, str(export / "prepare.py"), "--home", str(scratch / "home")]
         made.append(
-            Row(
-                name,
-                harness,
-                info["size_label"],
-                mib,
+            row(
                 "prepare.py →cursor store",
                 [*prepare, "--cwd", info.get("cwd", "/srv/bench")],
             )
         )
     if harness == "grok" and HC.is_file():
         made.append(
-            Row(
-                name,
-                harness,
-                info["size_label"],
-                mib,
+            row(
                 "harness-convert grok→claude",
                 [
                     str(HC),
@@ -392,11 +380,7 @@ def rows_for(
             arg = info["floor"]["db"]
         python = str(LG_PY) if LG_PY.is_file() else sys.executable
         made.append(
-            Row(
-                name,
-                harness,
-                info["size_label"],
-                mib,
+            row(
                 "agent-trajectory normalize",
                 [str(AT_PY), "-c", code, arg, info["session"], python],
             )
