@@ -149,6 +149,25 @@ def test_an_invalid_line_in_the_middle_and_a_broken_chain(tmp_path: Path) -> Non
     conservation(snap, len(lines))
 
 
+@pytest.mark.parametrize(
+    ("bad", "encoding"),
+    [(b"not json at all", "utf8"), (b'{"type": "\xff"}', "base64"), (b'{"torn', "utf8")],
+)
+def test_the_journal_artifact_encoding_follows_its_lines(
+    tmp_path: Path, bad: bytes, encoding: str
+) -> None:
+    # The reader, not a second decode, tells the builder whether the journal is UTF-8:
+    # only a line orjson refused can be anything else.
+    sdir = _copy("multi-turn", tmp_path)
+    data = (sdir / "events.jsonl").read_bytes().splitlines(keepends=True)
+    data.insert(3, bad + b"\n")
+    (sdir / "events.jsonl").write_bytes(b"".join(data))
+    snap = read(sdir)
+    journal = next(a for a in snap.artifacts if a.name == "events.jsonl")
+    assert journal.encoding == encoding
+    assert journal.blob is not None and journal.blob.read() == b"".join(data)
+
+
 def test_duplicate_and_orphan_completions(tmp_path: Path) -> None:
     sdir = _copy("imported", tmp_path)
     lines = (sdir / "events.jsonl").read_text().splitlines()

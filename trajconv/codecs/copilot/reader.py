@@ -33,7 +33,7 @@ import orjson
 
 from trajconv.codecs.base import Limits, json_depth_ok
 from trajconv.codecs.copilot import layout, native
-from trajconv.codecs.jsonl import read_bounded
+from trajconv.codecs.jsonl import Utf8Tally, read_bounded
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
@@ -316,8 +316,12 @@ def _lift(state: _State, event: native.Event) -> None:
     state.diag("unknown-kind", line, kind)
 
 
-def _read_events(state: _State, events: Path) -> None:
-    """Parse the spooled copy of ``events.jsonl`` one line at a time."""
+def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
+    """Parse the spooled copy of ``events.jsonl`` one line at a time.
+
+    ``orjson`` accepts only UTF-8, so ``utf8`` learns whether the journal is UTF-8 from
+    the lines that did not parse alone (the builder need not decode it again).
+    """
     limits = state.limits
     max_line = limits.max_line_bytes
     max_depth = limits.max_json_depth
@@ -341,6 +345,11 @@ def _read_events(state: _State, events: Path) -> None:
                 if not raw.strip(b" \t\r\n\x00"):
                     state.diag("blank-line", number)
                 else:
+                    if utf8.ok:
+                        try:
+                            raw.decode("utf-8")
+                        except UnicodeDecodeError:
+                            utf8.ok = False
                     # Only an unterminated last line is a torn write; anything else is invalid.
                     state.diag("invalid-line" if terminated else "torn-line", number)
                 continue
@@ -364,6 +373,7 @@ def _read_events(state: _State, events: Path) -> None:
             _lift(state, event)
             if b.record_count > max_records:
                 raise LimitError(state.file, "max_records", max_records)
+    utf8.complete = True
 
 
 SKIP_SUFFIXES = (".lock", ".tmp")
@@ -401,8 +411,14 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         ),
         READER,
     )
+    utf8 = Utf8Tally()  # the parse below tells whether the journal is UTF-8
     blob = builder.add_artifact_file(
-        artifact, JSONL_MEDIA, paths.events, limits.max_session_bytes, "max_session_bytes"
+        artifact,
+        JSONL_MEDIA,
+        paths.events,
+        limits.max_session_bytes,
+        "max_session_bytes",
+        utf8=utf8.verdict,
     )
     events = blob.whole_file
     assert events is not None  # a fresh spool file holding just this copy
@@ -424,7 +440,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         _sidecars(paths.folder, builder, limits, blob.size)
 
     state = _State(builder, artifact, limits, paths.events)
-    _read_events(state, events)
+    _read_events(state, events, utf8)
     state.add_named()
     pending = sorted(state.calls.keys() - state.completed)
     if pending:
