@@ -220,6 +220,41 @@ def test_streamed_snapshot_file_without_records_or_artifacts() -> None:
     assert io.dumps(snap) == _reference_file(snap)
 
 
+def test_streamed_large_artifacts_are_the_reference_bytes() -> None:
+    # Over 64 KiB an artifact's data is encoded chunk by chunk (1 MiB): text whose
+    # characters straddle the chunk boundary, every control character, and bytes.
+    from trajconv.snapshot import io
+    from trajconv.snapshot.builder import SnapshotBuilder
+    from trajconv.snapshot.models import Source
+
+    b = SnapshotBuilder(Source(harness="x", harness_version=None, session_id="s", locator="s"), "x")
+    controls = "".join(map(chr, range(0x20))) + '"\\/\x7f\u2028'
+    text = ("é" + "\U0001f680" * 3 + controls + "日本語") * 40_000
+    b.add_artifact("a.txt", "text/plain", text.encode())
+    b.add_artifact("b.bin", "application/octet-stream", bytes(range(256)) * 5000)
+    snap = b.build()
+    assert [a.encoding for a in snap.artifacts] == ["utf8", "base64"]
+    assert io.dumps(snap) == _reference_file(snap)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.integers(min_value=0, max_value=64))
+def test_utf8_string_body_is_what_orjson_writes_even_cut_inside_a_character(
+    text: str, cut: int
+) -> None:
+    import orjson
+
+    from trajconv.snapshot.jsonstream import utf8_string_body
+
+    data = text.encode("utf-8", "surrogatepass")
+    cut = min(cut, len(data))
+    try:
+        expected = orjson.dumps(text)[1:-1]
+    except orjson.JSONEncodeError:  # a lone surrogate: not UTF-8, never given
+        return
+    assert utf8_string_body(data[:cut]) + utf8_string_body(data[cut:]) == expected
+
+
 # -- secrets.strip_json_bytes: member names decide, as the full-text scan did ---------------
 
 _KEYS = ["api_key", "apiKey", "name", "TOKEN", "a_token", "tokens", "passwd", "cookie", "x", "é"]

@@ -9,7 +9,6 @@ Schema, then the models.
 from __future__ import annotations
 
 import base64
-import codecs
 import functools
 import hashlib
 import io
@@ -24,9 +23,9 @@ import orjson
 
 from trajconv.errors import FormatError, VerifyError
 from trajconv.snapshot import hashing
-from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
+from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks, utf8_string_body
 from trajconv.snapshot.models import FORMAT, Snapshot
-from trajconv.snapshot.spool import Blob, artifact_dicts, record_dicts
+from trajconv.snapshot.spool import Blob, artifact_dicts, record_dicts, record_values
 
 
 def dumps(snapshot: Snapshot) -> bytes:
@@ -54,12 +53,9 @@ def _data_pieces(blob: Blob, encoding: str) -> Iterator[bytes]:
                 yield base64.b64encode(pending[:cut])
                 pending = pending[cut:]
         yield base64.b64encode(pending)
-    else:
-        decoder = codecs.getincrementaldecoder("utf-8")()
+    else:  # the encoding says the bytes are UTF-8: they were checked when it was chosen
         for chunk in blob.chunks():
-            # orjson escapes character by character, so the pieces concatenate.
-            yield orjson.dumps(decoder.decode(chunk))[1:-1]
-        yield orjson.dumps(decoder.decode(b"", final=True))[1:-1]
+            yield utf8_string_body(chunk)
     yield b'"'
 
 
@@ -85,7 +81,7 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     ``inline_artifacts=False`` writes ``data: null`` (an archive store's documents).
     """
     doc = Members(snapshot.model_dump(mode="json", exclude={"records", "artifacts"}))
-    doc["records"] = Items(record_dicts(snapshot.records))
+    doc["records"] = Items(record_values(snapshot.records))
     doc["artifacts"] = Items(
         _artifact(meta, blob, inline_artifacts)
         for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, overload
 
 import orjson
 
+from trajconv.snapshot.jsonstream import Indented
+
 if TYPE_CHECKING:
     from trajconv.snapshot.models import Artifact, Record
 
@@ -156,32 +158,45 @@ _ADAPTER: Any = None
 
 
 class RecordLog(Sequence["Record"]):
-    """A Snapshot's records as JSON lines in a spool file, parsed when used.
+    """A Snapshot's records as JSON texts in a spool file, parsed when used.
 
-    Iterating reads the file front to back; indexing and ``reversed`` seek. Each
-    pass parses again, so writers make one pass where they can.
+    Each record is kept as the Snapshot file writes it (``orjson`` ``OPT_INDENT_2``,
+    then a newline), so writing the file copies the text instead of parsing and
+    encoding every record again. Iterating reads the file front to back; indexing and
+    ``reversed`` seek. Each pass parses again, so writers make one pass where they can.
     """
 
     def __init__(self, path: Path, offsets: array[int], keep: object) -> None:
         self._path = path
-        self._offsets = offsets  # start of each line, then the end of the last
+        self._offsets = offsets  # start of each record's text, then the end of the last
         self._keep = keep
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
+    def _texts(self) -> Iterator[bytes]:
+        offsets = self._offsets
+        with self._path.open("rb") as fh:
+            read = fh.read
+            for i in range(len(offsets) - 1):
+                yield read(offsets[i + 1] - offsets[i])  # with the newline after it
+
+    def texts(self) -> Iterator[Indented]:
+        """Each record's JSON text, as ``OPT_INDENT_2`` writes it at the top level."""
+        for text in self._texts():
+            yield Indented(text[:-1])
+
     def dicts(self) -> Iterator[dict[str, Any]]:
         """Each record as the JSON object the Snapshot file holds (no model)."""
-        with self._path.open("rb") as fh:
-            for line in fh:
-                value: dict[str, Any] = orjson.loads(line)
-                yield value
+        loads = orjson.loads
+        for text in self._texts():
+            value: dict[str, Any] = loads(text)
+            yield value
 
     def __iter__(self) -> Iterator[Record]:
         validate = _record_adapter().validate_json
-        with self._path.open("rb") as fh:
-            for line in fh:
-                yield validate(line)
+        for text in self._texts():
+            yield validate(text)
 
     def _line(self, fh: BinaryIO, index: int) -> bytes:
         fh.seek(self._offsets[index])
@@ -384,6 +399,23 @@ def record_dicts(records: Iterable[Any]) -> Iterator[dict[str, Any]]:
             yield record.model_dump(mode="json")
 
 
+def record_values(records: Iterable[Any]) -> Iterator[dict[str, Any] | Indented]:
+    """Records to write into a JSON document: a spooled log's texts as they are,
+    other records as their JSON objects."""
+    if isinstance(records, RecordLog):
+        yield from records.texts()
+    else:
+        yield from record_dicts(records)
+
+
+def _record_text(model: Any) -> bytes:
+    """A record model's text as :meth:`RecordSpool.append` writes it; an integer beyond
+    64 bits becomes the float ``orjson`` reads it as, as the Snapshot file always had it."""
+    return orjson.dumps(
+        orjson.loads(_record_adapter().dump_json(model)), option=orjson.OPT_INDENT_2
+    )
+
+
 class RecordSpool:
     """Appends validated records to a spool file; ``close`` gives the RecordLog."""
 
@@ -397,21 +429,29 @@ class RecordSpool:
     def append(self, record: dict[str, Any], hash_tag: str) -> None:
         """Spool ``record`` (members in model order, without hash) with its chain hash.
 
-        The record is checked against the models first (the values as they are: no
-        text is copied), so every spooled line is a valid record and readers of the
-        spool (``dicts``) need not validate again.
+        ``record`` is checked against the models first, with ``hash`` added (the values
+        as they are: no text is copied), so every spooled record is valid and readers
+        of the spool need not validate again. Its text is the record's own
+        ``OPT_INDENT_2`` JSON with the hash put in after ``evidence``, where the models
+        have it: the builder makes ``kind`` follow ``evidence``, and only a top-level
+        member is indented by exactly two spaces.
         """
-        head = ("seq", "id", "time", "turn", "evidence")
-        ordered = {key: record[key] for key in head}
-        ordered["hash"] = hash_tag
-        ordered.update((k, v) for k, v in record.items() if k not in head)
-        model = self._validate(ordered, strict=True)  # what is stored is what was checked
         try:
-            line = orjson.dumps(ordered) + b"\n"
+            text = orjson.dumps(record, option=orjson.OPT_INDENT_2)
         except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits
-            line = _record_adapter().dump_json(model) + b"\n"
-        self._fh.write(line)
-        self._offsets.append(self._offsets[-1] + len(line))
+            text = None
+        record["hash"] = hash_tag
+        model = self._validate(record, strict=True)  # what is stored is what was checked
+        if text is None:
+            self._write(_record_text(model))
+            return
+        cut = text.index(b',\n  "kind": ')
+        self._write(b"".join((text[:cut], b',\n  "hash": "', hash_tag.encode(), b'"', text[cut:])))
+
+    def _write(self, text: bytes) -> None:
+        self._fh.write(text)
+        self._fh.write(b"\n")
+        self._offsets.append(self._offsets[-1] + len(text) + 1)
 
     def rechain(self, head: bytes) -> bytes:
         """Hash every spooled record again from a new chain head; returns the last digest.
@@ -422,20 +462,16 @@ class RecordSpool:
         from trajconv.snapshot import hashing
 
         self._fh.close()
+        old = RecordLog(self._path, self._offsets, None)
+        self._path = self._spool.new_file("records.jsonl")
+        self._offsets = array("q", [0])
+        self._fh = self._path.open("wb")
         adapter = _record_adapter()
-        path = self._spool.new_file("records.jsonl")
-        offsets = array("q", [0])
         digest = head
-        with self._path.open("rb") as old, path.open("wb") as new:
-            for line in old:
-                model = adapter.validate_json(line)
-                digest = hashing.record_digest(digest, adapter.dump_python(model, mode="json"))
-                data = adapter.dump_json(model.model_copy(update={"hash": hashing.tag(digest)}))
-                new.write(data + b"\n")
-                offsets.append(offsets[-1] + len(data) + 1)
-        self._path.unlink()
-        self._path, self._offsets = path, offsets
-        self._fh = path.open("ab")
+        for model in old:
+            digest = hashing.record_digest(digest, adapter.dump_python(model, mode="json"))
+            self._write(_record_text(model.model_copy(update={"hash": hashing.tag(digest)})))
+        old._path.unlink()
         return digest
 
     def close(self) -> RecordLog:

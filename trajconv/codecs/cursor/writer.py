@@ -45,7 +45,7 @@ from trajconv.errors import RefusedError, VerifyError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.jsonstream import Items, Members
 from trajconv.snapshot.models import Snapshot
-from trajconv.snapshot.spool import Spool, artifact_lookup, record_dicts
+from trajconv.snapshot.spool import Spool, artifact_lookup, record_values
 
 Blobs = Callable[[], Iterator[tuple[str, bytes]]]
 """The readout's blobs, root first, read one at a time when the export is written."""
@@ -354,7 +354,7 @@ def _provenance(snapshot: Snapshot) -> Members:
         snapshot_id=snapshot.id,
         source=snapshot.source.model_dump(mode="json"),
         session=snapshot.session.model_dump(mode="json"),
-        records=Items(record_dicts(snapshot.records)),
+        records=Items(record_values(snapshot.records)),
     )
 
 
