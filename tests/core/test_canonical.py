@@ -352,6 +352,28 @@ def test_time_from_iso_examples(text: str) -> None:
     assert time_from_iso(text) == _reference_iso_ms(moment)
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.from_regex(
+        r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[Zz]", fullmatch=True
+    )
+    | st.datetimes(min_value=datetime(1, 1, 2)).map(
+        lambda d: d.isoformat(timespec="milliseconds") + "Z"
+    )
+)
+def test_time_from_iso_keeps_a_snapshot_time_exactly_when_the_general_path_would(
+    text: str,
+) -> None:
+    from trajconv.snapshot.builder import time_from_iso
+
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        assert time_from_iso(text) is None
+        return
+    assert time_from_iso(text) == _reference_iso_ms(moment)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,8 +72,26 @@ def time_from_ms(ms: int | float) -> str:
     return iso_ms(datetime.fromtimestamp(ms / 1000, tz=UTC))
 
 
+# A time already in the Snapshot's format (as Copilot and fx write theirs), which is kept
+# as it is once its date is known to exist: what the general path gives it back.
+_SNAPSHOT_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _date_exists(date: str) -> bool:
+    try:
+        datetime.fromisoformat(date)
+    except ValueError:
+        return False
+    return True
+
+
 def time_from_iso(text: str) -> str | None:
     """Normalise an RFC 3339 / ISO 8601 time with an offset; ``None`` when unparsable."""
+    if len(text) == 24 and _SNAPSHOT_TIME.fullmatch(text) and _date_exists(text[:10]):
+        return text
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
