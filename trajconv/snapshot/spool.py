@@ -157,6 +157,12 @@ def _record_adapter() -> Any:
 _ADAPTER: Any = None
 
 
+def _record_model(text: bytes) -> Record:
+    """A spooled record's model (``orjson`` parses faster than pydantic's JSON mode)."""
+    record: Record = _record_adapter().validate_python(orjson.loads(text))
+    return record
+
+
 class RecordLog(Sequence["Record"]):
     """A Snapshot's records as JSON texts in a spool file, parsed when used.
 
@@ -176,7 +182,7 @@ class RecordLog(Sequence["Record"]):
 
     def _texts(self) -> Iterator[bytes]:
         offsets = self._offsets
-        with self._path.open("rb") as fh:
+        with self._path.open("rb", buffering=CHUNK) as fh:
             read = fh.read
             for i in range(len(offsets) - 1):
                 yield read(offsets[i + 1] - offsets[i])  # with the newline after it
@@ -194,9 +200,8 @@ class RecordLog(Sequence["Record"]):
             yield value
 
     def __iter__(self) -> Iterator[Record]:
-        validate = _record_adapter().validate_json
         for text in self._texts():
-            yield validate(text)
+            yield _record_model(text)
 
     def _line(self, fh: BinaryIO, index: int) -> bytes:
         fh.seek(self._offsets[index])
@@ -207,7 +212,7 @@ class RecordLog(Sequence["Record"]):
     @overload
     def __getitem__(self, index: slice) -> list[Record]: ...
     def __getitem__(self, index: int | slice) -> Record | list[Record]:
-        validate = _record_adapter().validate_json
+        validate = _record_model
         if isinstance(index, slice):
             with self._path.open("rb") as fh:
                 return [validate(self._line(fh, i)) for i in range(*index.indices(len(self)))]
@@ -220,10 +225,9 @@ class RecordLog(Sequence["Record"]):
             return record
 
     def __reversed__(self) -> Iterator[Record]:
-        validate = _record_adapter().validate_json
         with self._path.open("rb") as fh:
             for i in range(len(self) - 1, -1, -1):
-                yield validate(self._line(fh, i))
+                yield _record_model(self._line(fh, i))
 
     __eq__ = _sequence_eq
     __hash__ = None  # type: ignore[assignment]
@@ -409,11 +413,10 @@ def record_values(records: Iterable[Any]) -> Iterator[dict[str, Any] | Indented]
 
 
 def _record_text(model: Any) -> bytes:
-    """A record model's text as :meth:`RecordSpool.append` writes it; an integer beyond
+    """A record model's line as :meth:`RecordSpool.append` writes it; an integer beyond
     64 bits becomes the float ``orjson`` reads it as, as the Snapshot file always had it."""
-    return orjson.dumps(
-        orjson.loads(_record_adapter().dump_json(model)), option=orjson.OPT_INDENT_2
-    )
+    value = orjson.loads(_record_adapter().dump_json(model))
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 class RecordSpool:
@@ -422,7 +425,7 @@ class RecordSpool:
     def __init__(self, spool: Spool) -> None:
         self._spool = spool
         self._path = spool.new_file("records.jsonl")
-        self._fh = self._path.open("wb")
+        self._fh = self._path.open("wb", buffering=CHUNK)  # one write call per MiB
         self._offsets = array("q", [0])
         self._validate = _record_adapter().validate_python
 
@@ -446,12 +449,13 @@ class RecordSpool:
             self._write(_record_text(model))
             return
         cut = text.index(b',\n  "kind": ')
-        self._write(b"".join((text[:cut], b',\n  "hash": "', hash_tag.encode(), b'"', text[cut:])))
+        tag = hash_tag.encode()
+        self._write(b"".join((text[:cut], b',\n  "hash": "', tag, b'"', text[cut:], b"\n")))
 
-    def _write(self, text: bytes) -> None:
-        self._fh.write(text)
-        self._fh.write(b"\n")
-        self._offsets.append(self._offsets[-1] + len(text) + 1)
+    def _write(self, line: bytes) -> None:
+        """One record's text and the newline after it."""
+        self._fh.write(line)
+        self._offsets.append(self._offsets[-1] + len(line))
 
     def rechain(self, head: bytes) -> bytes:
         """Hash every spooled record again from a new chain head; returns the last digest.
@@ -465,7 +469,7 @@ class RecordSpool:
         old = RecordLog(self._path, self._offsets, None)
         self._path = self._spool.new_file("records.jsonl")
         self._offsets = array("q", [0])
-        self._fh = self._path.open("wb")
+        self._fh = self._path.open("wb", buffering=CHUNK)
         adapter = _record_adapter()
         digest = head
         for model in old:

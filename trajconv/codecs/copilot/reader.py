@@ -37,6 +37,7 @@ from trajconv.codecs.jsonl import Utf8Tally, read_bounded
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.spool import CHUNK
 
 READER = "copilot/1"
 HARNESS = "copilot"
@@ -329,7 +330,7 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
     b = state.b
     loads = orjson.loads
     number = 0
-    with events.open("rb") as fh:
+    with events.open("rb", buffering=CHUNK) as fh:  # a read call per MiB, not per 8 KiB
         readline = fh.readline
         # at most max_line + 1 bytes, so an overlong line is refused without being held
         while raw := readline(max_line + 1):
