@@ -79,26 +79,25 @@ _SNAPSHOT_TIME = re.compile(
 )
 
 
+def _moment(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
 @functools.lru_cache(maxsize=64)
 def _date_exists(date: str) -> bool:
-    try:
-        datetime.fromisoformat(date)
-    except ValueError:
-        return False
-    return True
+    return _moment(date + "T00:00:00Z") is not None
 
 
 def time_from_iso(text: str) -> str | None:
     """Normalise an RFC 3339 / ISO 8601 time with an offset; ``None`` when unparsable."""
     if len(text) == 24 and _SNAPSHOT_TIME.fullmatch(text) and _date_exists(text[:10]):
         return text
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return iso_ms(moment)
+    moment = _moment(text)
+    return None if moment is None else iso_ms(moment)
 
 
 class ArtifactWriter:
