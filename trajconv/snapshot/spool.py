@@ -212,17 +212,16 @@ class RecordLog(Sequence["Record"]):
     @overload
     def __getitem__(self, index: slice) -> list[Record]: ...
     def __getitem__(self, index: int | slice) -> Record | list[Record]:
-        validate = _record_model
         if isinstance(index, slice):
             with self._path.open("rb") as fh:
-                return [validate(self._line(fh, i)) for i in range(*index.indices(len(self)))]
+                indices = range(*index.indices(len(self)))
+                return [_record_model(self._line(fh, i)) for i in indices]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
         with self._path.open("rb") as fh:
-            record: Record = validate(self._line(fh, index))
-            return record
+            return _record_model(self._line(fh, index))
 
     def __reversed__(self) -> Iterator[Record]:
         with self._path.open("rb") as fh:
@@ -424,7 +423,7 @@ class RecordSpool:
 
     def __init__(self, spool: Spool) -> None:
         self._spool = spool
-        self._path = spool.new_file("records.jsonl")
+        self._path = spool.new_file("records")
         self._fh = self._path.open("wb", buffering=CHUNK)  # one write call per MiB
         self._offsets = array("q", [0])
         self._validate = _record_adapter().validate_python
@@ -467,7 +466,7 @@ class RecordSpool:
 
         self._fh.close()
         old = RecordLog(self._path, self._offsets, None)
-        self._path = self._spool.new_file("records.jsonl")
+        self._path = self._spool.new_file("records")
         self._offsets = array("q", [0])
         self._fh = self._path.open("wb", buffering=CHUNK)
         adapter = _record_adapter()
