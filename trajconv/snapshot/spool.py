@@ -144,12 +144,12 @@ def _sequence_eq(self: Sequence[Any], other: object) -> bool:
 
 
 def _record_adapter() -> Any:
-    from pydantic import TypeAdapter
-
-    from trajconv.snapshot.models import Record
-
     global _ADAPTER
-    if _ADAPTER is None:
+    if _ADAPTER is None:  # imported on first use: once per record was 2 us each
+        from pydantic import TypeAdapter
+
+        from trajconv.snapshot.models import Record
+
         _ADAPTER = TypeAdapter(Record)
     return _ADAPTER
 
