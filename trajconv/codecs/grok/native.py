@@ -101,12 +101,10 @@ def meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 def content_text(block: Any) -> str | None:
     """Text of an ACP ContentBlock, or ``None`` when it holds no text."""
-    if (
-        isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    ):
-        return str(block["text"])
+    if isinstance(block, dict) and block.get("type") == "text":
+        text = block.get("text")
+        if isinstance(text, str):
+            return text
     return None
 
 

@@ -476,9 +476,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
     )
     proj = _Projector(b, _dead_lines(copy, limits, marker.found))
+    max_records = limits.max_records
     for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits, utf8):
         proj.line(number, obj)
-        limits.check("max_records", b.record_count, journal, number)
+        if b.record_count > max_records:
+            raise LimitError(journal, "max_records", max_records, line=number)
     proj.finish()
     return b.build()
 
