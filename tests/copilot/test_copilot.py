@@ -150,19 +150,32 @@ def test_an_invalid_line_in_the_middle_and_a_broken_chain(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("bad", "encoding"),
-    [(b"not json at all", "utf8"), (b'{"type": "\xff"}', "base64"), (b'{"torn', "utf8")],
+    ("middle", "tail", "encoding", "code"),
+    [
+        (b"not json at all\n", b"", "utf8", "invalid-line"),
+        (b'{"type": "\xff"}\n', b"", "base64", "invalid-line"),
+        (
+            b"",
+            '{"type": "user.message", "data": {"content": "日'.encode()[:-1],
+            "base64",
+            "torn-line",
+        ),
+        (b"", b'{"type": "user.message", "data": {"con', "utf8", "torn-line"),
+    ],
 )
 def test_the_journal_artifact_encoding_follows_its_lines(
-    tmp_path: Path, bad: bytes, encoding: str
+    tmp_path: Path, middle: bytes, tail: bytes, encoding: str, code: str
 ) -> None:
     # The reader, not a second decode, tells the builder whether the journal is UTF-8:
-    # only a line orjson refused can be anything else.
+    # only a line orjson refused can be anything else (here a bad line in the middle,
+    # or a last line torn inside a character).
     sdir = _copy("multi-turn", tmp_path)
     data = (sdir / "events.jsonl").read_bytes().splitlines(keepends=True)
-    data.insert(3, bad + b"\n")
+    data.insert(3, middle)
+    data.append(tail)
     (sdir / "events.jsonl").write_bytes(b"".join(data))
     snap = read(sdir)
+    assert snap.diagnostic_count(code) == 1
     journal = next(a for a in snap.artifacts if a.name == "events.jsonl")
     assert journal.encoding == encoding
     assert journal.blob is not None and journal.blob.read() == b"".join(data)
