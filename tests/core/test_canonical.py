@@ -84,7 +84,7 @@ def test_rfc_numbers(number: float, text: str) -> None:
     ],
 )
 def test_fast_path_matches_reference(value: Any) -> None:
-    assert hashing._fast_path_ok(value)
+    assert hashing.plain_json(value)
     assert hashing.canonical(value) == rfc8785.dumps(value)
 
 
@@ -99,7 +99,7 @@ def test_fast_path_matches_reference(value: Any) -> None:
     ],
 )
 def test_fast_path_declines(value: Any) -> None:
-    assert not hashing._fast_path_ok(value)
+    assert not hashing.plain_json(value)
 
 
 def _same_outcome(value: Any) -> None:
@@ -253,6 +253,117 @@ def test_utf8_string_body_is_what_orjson_writes_even_cut_inside_a_character(
     except orjson.JSONEncodeError:  # a lone surrogate: not UTF-8, never given
         return
     assert utf8_string_body(data[:cut]) + utf8_string_body(data[cut:]) == expected
+
+
+# -- builder.plain_record: a record it passes needs neither pydantic nor rfc8785 ---------------
+
+_WILD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(),
+    st.text(max_size=8),
+    st.sampled_from(["2026-11-30T12:00:00.000Z", "2026-11-30T12:00:00Z", "x", "\ud800"]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+_opt_str = st.none() | st.text(max_size=8)
+_evidence = st.fixed_dictionaries(
+    {
+        "artifact": st.text(max_size=8),
+        "line": st.none() | st.integers(min_value=0, max_value=10**6),
+        "json_path": _opt_str,
+        "native": st.text(max_size=8),
+        "native_id": _opt_str,
+        "units": st.integers(min_value=0, max_value=3),
+    }
+)
+_bodies = {
+    "user": {"text": st.text(max_size=8)},
+    "assistant": {"text": st.text(max_size=8), "model": _opt_str},
+    "reasoning": {"text": st.text(max_size=8), "model": _opt_str},
+    "system": {"text": st.text(max_size=8)},
+    "observation": {"text": st.text(max_size=8)},
+    "tool-call": {
+        "call": st.fixed_dictionaries(
+            {"id": st.text(max_size=8), "name": st.text(max_size=8), "arguments": json_values}
+        )
+    },
+    "tool-result": {
+        "result": st.fixed_dictionaries(
+            {
+                "call_id": st.text(max_size=8),
+                "ok": st.none() | st.booleans(),
+                "output": st.text(max_size=8),
+                "truncated": st.booleans(),
+                "exit_code": st.none() | st.integers(min_value=-(2**31), max_value=2**31),
+            }
+        )
+    },
+}
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> dict[str, Any]:
+    """A record the models accept, then up to two members changed, dropped or added."""
+    kind = draw(st.sampled_from(sorted(_bodies)))
+    rec = {
+        "seq": draw(st.integers(min_value=0, max_value=10**6)),
+        "id": draw(st.text(max_size=8)),
+        "time": draw(st.none() | st.just("2026-11-30T12:00:00.123Z")),
+        "turn": draw(st.none() | st.integers(min_value=0, max_value=99)),
+        "evidence": draw(_evidence),
+        "kind": kind,
+    }
+    for key, value in _bodies[kind].items():
+        rec[key] = draw(value)
+    for _ in range(draw(st.integers(min_value=0, max_value=2))):
+        where = rec
+        nested = [k for k in ("evidence", "call", "result") if isinstance(rec.get(k), dict)]
+        if nested and draw(st.booleans()):
+            where = rec[draw(st.sampled_from(nested))]
+        action = draw(st.sampled_from(["change", "change", "drop", "add"]))
+        if action == "add":
+            where["extra"] = None
+        elif where:
+            key = draw(st.sampled_from(sorted(where)))
+            if action == "drop":
+                del where[key]
+            else:
+                where[key] = draw(_WILD)
+    return rec
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_records())
+def test_a_plain_record_is_one_the_models_and_the_reference_accept(rec: dict[str, Any]) -> None:
+    from trajconv.snapshot.builder import plain_record
+    from trajconv.snapshot.spool import _record_adapter
+
+    if not plain_record(rec):
+        return
+    _record_adapter().validate_python({**rec, "hash": "sha256:" + "0" * 64}, strict=True)
+    try:
+        expected = rfc8785.dumps(rec)
+    except Exception:  # a lone surrogate in a string: the fallback path decides
+        return
+    assert hashing.canonical(rec, plain=True) == expected
+
+
+def test_records_the_readers_make_are_plain() -> None:
+    # Sound is not enough: if the common record fell back, every read would pay pydantic.
+    import trajconv
+    from trajconv.snapshot.builder import plain_record
+
+    for harness, path in SESSIONS:
+        snap = trajconv.read(harness, path)
+        dicts = list(snap.records.dicts())  # type: ignore[attr-defined]
+        assert dicts
+        for rec in dicts:
+            rec.pop("hash")
+            assert plain_record(rec), (harness, path, rec["id"])
 
 
 # -- secrets.strip_json_bytes: member names decide, as the full-text scan did ---------------

@@ -28,7 +28,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _KEY_CEILING = "\ue000"
 
 
-def _fast_path_ok(value: Any) -> bool:
+def plain_json(value: Any) -> bool:
     """True when ``orjson`` with sorted keys writes exactly the RFC 8785 bytes of ``value``.
 
     Floats are left to ``rfc8785`` (ECMAScript number formatting), as are integers
@@ -56,15 +56,16 @@ def _fast_path_ok(value: Any) -> bool:
     return True
 
 
-def canonical(value: Any) -> bytes:
-    """RFC 8785 canonical bytes of a JSON value.
+def canonical(value: Any, *, plain: bool = False) -> bytes:
+    """RFC 8785 canonical bytes of a JSON value (``plain``: :func:`plain_json` is known to
+    hold for it, so the walk is skipped).
 
     JCS reads every number as an IEEE-754 double (RFC 8785 §3.2.2.3), so an integer
     beyond ±2^53 is hashed as the double it reads as, where the ``rfc8785`` package
     refuses it; the record keeps its exact digits. A value JCS cannot hold at all (NaN,
     an infinity, an integer beyond the doubles) raises ``ValueError``.
     """
-    if _fast_path_ok(value):
+    if plain or plain_json(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
@@ -101,15 +102,18 @@ def header_digest(fmt: str, source: Mapping[str, Any]) -> bytes:
     return hashlib.sha256(canonical({"format": fmt, "source": dict(source)})).digest()
 
 
-def record_digest(previous: bytes, record: Mapping[str, Any]) -> bytes:
-    """Next chain digest; ``record`` may hold a ``hash`` key, which is left out."""
+def record_digest(previous: bytes, record: Mapping[str, Any], *, plain: bool = False) -> bytes:
+    """Next chain digest; ``record`` may hold a ``hash`` key, which is left out.
+
+    ``plain``: see :func:`canonical` (the builder checked the record's fields).
+    """
     body = (
         record
         if type(record) is dict and "hash" not in record
         else {k: v for k, v in record.items() if k != "hash"}
     )
     digest = hashlib.sha256(previous)
-    digest.update(canonical(body))
+    digest.update(canonical(body, plain=plain))
     return digest.digest()
 
 

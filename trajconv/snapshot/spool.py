@@ -428,13 +428,14 @@ class RecordSpool:
         self._offsets = array("q", [0])
         self._validate = _record_adapter().validate_python
 
-    def append(self, record: dict[str, Any], hash_tag: str) -> None:
+    def append(self, record: dict[str, Any], hash_tag: str, *, checked: bool = False) -> None:
         """Spool ``record`` (members in model order, without hash) with its chain hash.
 
         ``record`` is checked against the models first, with ``hash`` added (the values
-        as they are: no text is copied), so every spooled record is valid and readers
-        of the spool need not validate again. Its text is the record's own
-        ``OPT_INDENT_2`` JSON with the hash put in after ``evidence``, where the models
+        as they are: no text is copied) unless the caller ``checked`` that they accept it
+        (:func:`trajconv.snapshot.builder.plain_record`), so every spooled record is
+        valid and readers of the spool need not validate again. Its text is the record's
+        own ``OPT_INDENT_2`` JSON with the hash put in after ``evidence``, where the models
         have it: the builder makes ``kind`` follow ``evidence``, and only a top-level
         member is indented by exactly two spaces.
         """
@@ -443,10 +444,11 @@ class RecordSpool:
         except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits
             text = None
         record["hash"] = hash_tag
-        model = self._validate(record, strict=True)  # what is stored is what was checked
-        if text is None:
-            self._write(_record_text(model))
-            return
+        if text is None or not checked:
+            model = self._validate(record, strict=True)  # what is stored is what was checked
+            if text is None:
+                self._write(_record_text(model))
+                return
         cut = text.index(b',\n  "kind": ')
         tag = hash_tag.encode()
         self._write(b"".join((text[:cut], b',\n  "hash": "', tag, b'"', text[cut:], b"\n")))
