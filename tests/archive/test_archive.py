@@ -595,13 +595,13 @@ def test_fixture_homes_first_run_and_no_change_run(
 
 
 def test_binary_artifacts_round_trip_through_the_store(tmp_path: Path) -> None:
-    from trajconv.snapshot.builder import SnapshotBuilder
-    from trajconv.snapshot.models import Evidence, Source
+    from trajconv.snapshot.builder import SnapshotBuilder, evidence
+    from trajconv.snapshot.models import Source
 
     b = SnapshotBuilder(Source(harness="x", harness_version=None, session_id="s", locator="s"), "t")
     b.add_artifact("blob.bin", "application/octet-stream", bytes(range(256)) * 3)
     b.add_artifact("notes.txt", "text/plain", "héllo\n".encode())
-    ev = Evidence(artifact="notes.txt", line=1, native="line")
+    ev = evidence(artifact="notes.txt", line=1, native="line")
     b.add_text("user", "x:L1", "hello", time=None, turn=None, evidence=ev)
     snap = b.build()
     assert {a.encoding for a in snap.artifacts} == {"base64", "utf8"}

@@ -6,8 +6,8 @@ from click.testing import CliRunner
 
 from trajconv.cli.main import cli
 from trajconv.parity import compare
-from trajconv.snapshot.builder import SnapshotBuilder
-from trajconv.snapshot.models import Evidence, Source
+from trajconv.snapshot.builder import SnapshotBuilder, evidence
+from trajconv.snapshot.models import Source
 
 
 def test_parity_evidence_is_current() -> None:
@@ -24,7 +24,7 @@ def _snap(kinds: list[str]):  # type: ignore[no-untyped-def]
             "x",
             time=None,
             turn=None,
-            evidence=Evidence(artifact="a", line=i + 1, native=kind),
+            evidence=evidence(artifact="a", line=i + 1, native=kind),
         )
     return b.build()
 

@@ -12,8 +12,8 @@ import pytest
 
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot import io
-from trajconv.snapshot.builder import SnapshotBuilder
-from trajconv.snapshot.models import Evidence, Snapshot, Source
+from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
+from trajconv.snapshot.models import Snapshot, Source
 from trajconv.snapshot.spool import CHUNK, Blob, RecordLog
 
 SOURCE = Source(harness="grok", harness_version=None, session_id="s1", locator="s1")
@@ -23,8 +23,8 @@ def _builder() -> SnapshotBuilder:
     return SnapshotBuilder(SOURCE, "test")
 
 
-def _ev(line: int) -> Evidence:
-    return Evidence(artifact="log.jsonl", line=line, native="line")
+def _ev(line: int) -> EvidenceFields:
+    return evidence(artifact="log.jsonl", line=line, native="line")
 
 
 def _reference(snap: object) -> bytes:

@@ -16,8 +16,8 @@ from trajconv.codecs.cursor import CODEC, layout, native, proto
 from trajconv.codecs.export import emit
 from trajconv.errors import RefusedError
 from trajconv.snapshot import io
-from trajconv.snapshot.builder import SnapshotBuilder
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
+from trajconv.snapshot.models import Session, Snapshot, Source
 
 
 def _built() -> Snapshot:
@@ -33,8 +33,8 @@ def _built() -> Snapshot:
         created_at="2025-01-01T00:00:00.000Z",
     )
 
-    def ev(n: int) -> Evidence:
-        return Evidence(artifact="updates.jsonl", line=n, native="x")
+    def ev(n: int) -> EvidenceFields:
+        return evidence(artifact="updates.jsonl", line=n, native="x")
 
     b.add_text("system", "g:0", "be brief", time=None, turn=None, evidence=ev(0))
     b.add_text("user", "g:1", "run tests", time="2025-01-01T00:00:01.000Z", turn=0, evidence=ev(1))
@@ -231,7 +231,7 @@ def test_unpaired_call_refused(tmp_path: Path) -> None:
     b = SnapshotBuilder(
         Source(harness="fx", harness_version=None, session_id="x", locator="x"), "t/1"
     )
-    ev = Evidence(artifact="a", line=0, native="x")
+    ev = evidence(artifact="a", line=0, native="x")
     b.add_text("user", "x:0", "hi", time=None, turn=0, evidence=ev)
     b.add_call("x:1", "c9", "read", {}, time=None, turn=0, evidence=ev)
     b.add_text("assistant", "x:2", "ok", time=None, turn=0, evidence=ev)

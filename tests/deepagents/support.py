@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers import FIXTURES
-from trajconv.snapshot.builder import SnapshotBuilder
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.builder import SnapshotBuilder, evidence
+from trajconv.snapshot.models import Session, Snapshot, Source
 
 DA = FIXTURES / "deepagents"
 CASES = ("tool-calls", "failed-tool", "snapshot-mix", "multi-thread")
@@ -72,7 +72,7 @@ def hand_snapshot(*, cwd: str | None = "/work/shop", finished: bool = True) -> S
     b = SnapshotBuilder(
         Source(harness="handmade", harness_version=None, session_id="s-1", locator="s-1"), "test"
     )
-    ev = Evidence(artifact="session.jsonl", line=1, native="x")
+    ev = evidence(artifact="session.jsonl", line=1, native="x")
     b.add_text("system", "h:0", "You are terse.", time=None, turn=0, evidence=ev)
     b.add_text(
         "user",

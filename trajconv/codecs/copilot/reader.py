@@ -35,8 +35,8 @@ from trajconv.codecs.base import Limits, json_depth_ok
 from trajconv.codecs.copilot import layout, native
 from trajconv.codecs.jsonl import Utf8Tally, read_bounded
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
+from trajconv.snapshot.models import Session, Snapshot, Source
 from trajconv.snapshot.spool import CHUNK
 
 READER = "copilot/1"
@@ -100,8 +100,8 @@ class _State:
         self.seen_ids.add(eid)
         return f"{HARNESS}:{eid}"
 
-    def evidence(self, event: native.Event, units: int, json_path: str | None = None) -> Evidence:
-        return Evidence(
+    def ev(self, event: native.Event, units: int, json_path: str | None = None) -> EvidenceFields:
+        return evidence(
             artifact=self.artifact,
             line=event.line,
             json_path=json_path,
@@ -174,7 +174,7 @@ def _lift(state: _State, event: native.Event) -> None:
             text,
             time=time,
             turn=None,
-            evidence=state.evidence(event, 1),
+            evidence=state.ev(event, 1),
         )
         if not state.pending_user:
             b.hold(seq)  # its turn is known only at the next turn start
@@ -195,7 +195,7 @@ def _lift(state: _State, event: native.Event) -> None:
                 reasoning,
                 time=time,
                 turn=state.turn,
-                evidence=state.evidence(event, units, "$.data.reasoningText"),
+                evidence=state.ev(event, units, "$.data.reasoningText"),
                 model=model,
             )
             units = 0
@@ -207,7 +207,7 @@ def _lift(state: _State, event: native.Event) -> None:
                 content,
                 time=time,
                 turn=state.turn,
-                evidence=state.evidence(event, units, "$.data.content"),
+                evidence=state.ev(event, units, "$.data.content"),
                 model=model,
             )
             units = 0
@@ -219,7 +219,7 @@ def _lift(state: _State, event: native.Event) -> None:
                 request.arguments,
                 time=time,
                 turn=state.turn,
-                evidence=state.evidence(event, units, f"$.data.toolRequests[{index}]"),
+                evidence=state.ev(event, units, f"$.data.toolRequests[{index}]"),
             )
             state.calls.setdefault(request.tool_call_id, seq)
             units = 0
@@ -239,7 +239,7 @@ def _lift(state: _State, event: native.Event) -> None:
             text,
             time=time,
             turn=state.turn,
-            evidence=state.evidence(event, 1),
+            evidence=state.ev(event, 1),
             model=state.model,
         )
         return
@@ -260,7 +260,7 @@ def _lift(state: _State, event: native.Event) -> None:
             data.get("arguments", {}),
             time=time,
             turn=state.turn,
-            evidence=state.evidence(event, 1),
+            evidence=state.ev(event, 1),
         )
         state.calls[call_id] = seq
         return
@@ -284,7 +284,7 @@ def _lift(state: _State, event: native.Event) -> None:
             outcome.output,
             time=time,
             turn=state.turn,
-            evidence=state.evidence(event, 1),
+            evidence=state.ev(event, 1),
             exit_code=outcome.exit_code,
         )
         return
@@ -307,7 +307,7 @@ def _lift(state: _State, event: native.Event) -> None:
             text,
             time=time,
             turn=state.turn,
-            evidence=state.evidence(event, 1),
+            evidence=state.ev(event, 1),
         )
         return
 

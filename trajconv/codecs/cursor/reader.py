@@ -32,9 +32,9 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.codecs.cursor import layout, native
 from trajconv.errors import FormatError
-from trajconv.snapshot.builder import SnapshotBuilder, time_from_ms
+from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_ms
 from trajconv.snapshot.jsonstream import Items, Members, json_chunks
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "cursor/1"
 INDEX = "cursor/store.json"
@@ -94,8 +94,8 @@ class _Projector:
         self.calls: dict[str, int] = {}
         self.answered: set[str] = set()
 
-    def _ev(self, bid: str, path: str, native_kind: str) -> Evidence:
-        return Evidence(
+    def _ev(self, bid: str, path: str, native_kind: str) -> EvidenceFields:
+        return evidence(
             artifact=blob_artifact(bid, "message"),
             json_path=path,
             native=native_kind,

@@ -41,8 +41,8 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.codecs.deepagents import layout, native
 from trajconv.errors import FormatError
-from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
+from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "deepagents/1"
 HARNESS = "deepagents"
@@ -506,8 +506,8 @@ class _Lifter:
         place = f"{occ.artifact}:{occ.line}"
         made = 0
 
-        def ev() -> Evidence:
-            return Evidence(
+        def ev() -> EvidenceFields:
+            return evidence(
                 artifact=occ.artifact,
                 line=occ.line,
                 json_path=occ.json_path,

@@ -44,9 +44,9 @@ from trajconv.codecs.jsonl import (
 )
 from trajconv.errors import FormatError
 from trajconv.snapshot import secrets
-from trajconv.snapshot.builder import SnapshotBuilder, time_from_ms
+from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.models import Session, Snapshot, Source
 from trajconv.snapshot.spool import CHUNK, Blob, Spool
 
 READER = "fx/1"
@@ -271,8 +271,8 @@ class _TurnLifter:
         self.d: Diagnostics = b.diagnostics
         self.turn = -1
 
-    def _ev(self, at: _Place, sub: str, kind: str) -> Evidence:
-        return Evidence(artifact=at.artifact, line=at.line, json_path=at.path + sub, native=kind)
+    def _ev(self, at: _Place, sub: str, kind: str) -> EvidenceFields:
+        return evidence(artifact=at.artifact, line=at.line, json_path=at.path + sub, native=kind)
 
     def _sample(self, at: _Place, sub: str) -> str:
         where = f"{at.artifact}:{at.line}" if at.line is not None else at.artifact
@@ -744,8 +744,8 @@ class _FrameLifter:
         """The current turn; ``None`` for frames before the first user message."""
         return self._turn if self._turn >= 0 else None
 
-    def _ev(self, f: native.FxFrame, kind: str | None = None, units: int = 1) -> Evidence:
-        return Evidence(
+    def _ev(self, f: native.FxFrame, kind: str | None = None, units: int = 1) -> EvidenceFields:
+        return evidence(
             artifact=layout.EVENTS,
             line=f.line,
             native=kind or f.kind,

@@ -27,9 +27,9 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.grok import layout, native
 from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
+from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Evidence, Session, Snapshot, Source
+from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "grok/1"
 JOURNAL = layout.UPDATES
@@ -169,7 +169,7 @@ class _Projector:
         run, self.run = self.run, None
         if run is None:
             return
-        ev = Evidence(
+        ev = evidence(
             artifact=JOURNAL,
             line=run.line,
             native=run.native,
@@ -291,7 +291,7 @@ class _Projector:
         if name is None:
             name = str(update.get("title") or "")
         args = update.get("rawInput")
-        ev = Evidence(artifact=JOURNAL, line=number, native=native.TOOL_CALL, native_id=event_id)
+        ev = evidence(artifact=JOURNAL, line=number, native=native.TOOL_CALL, native_id=event_id)
         self.b.add_call(
             f"grok:L{number}", call_id, name, args, time=time, turn=self.turns.current, evidence=ev
         )
@@ -331,7 +331,7 @@ class _Projector:
         if not isinstance(exit_code, int) or isinstance(exit_code, bool):
             exit_code = None
         truncated = isinstance(raw, dict) and raw.get("truncated") is True
-        ev = Evidence(
+        ev = evidence(
             artifact=JOURNAL,
             line=number,
             native=native.TOOL_UPDATE,
