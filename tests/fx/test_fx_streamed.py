@@ -95,6 +95,9 @@ _WHOLE = {
     "integer beyond 64 bits": (b'"history_len":', b'"big":123456789012345678901234,"history_len":'),
     "history not an array": (b'"history":[', b'"history":{"a":['),
     "trailing garbage": (b'"history":[', b'"history":[]}x{"h":['),
+    # whitespace to ijson's yajl between tokens, not JSON to orjson
+    "form feed between tokens": (b'{"schema_version"', b'{\x0c"schema_version"'),
+    "vertical tab between tokens": (b'{"schema_version"', b'{\x0b"schema_version"'),
 }
 
 

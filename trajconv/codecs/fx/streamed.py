@@ -13,10 +13,12 @@ could read differently goes to the whole path instead, whose parse (``orjson``),
 and secret stripping are the reference: not valid JSON for ijson, not an object, a
 repeated top-level member, a top-level name with a dot (ijson's path separator), no
 ``history`` array, nesting deeper than ``max_json_depth``, a credential-looking member
-name (stripping rewrites the document) or a surrogate escape such as ``\\ud800`` (ijson
-turns a lone surrogate into ``?``, where orjson refuses it). ijson refuses what orjson
+name (stripping rewrites the document), a surrogate escape such as ``\\ud800`` (ijson
+turns a lone surrogate into ``?``, where orjson refuses it) or a raw vertical tab or form
+feed byte (whitespace to ijson's yajl, not to JSON). ijson refuses what orjson
 refuses otherwise; it also refuses integers beyond 64 bits, which orjson reads as floats,
-and those go to the whole path too (``tests/fx/test_fx.py`` compares the two paths).
+and those go to the whole path too (``tests/fx/test_fx_streamed.py`` compares the two
+paths).
 """
 
 from __future__ import annotations
@@ -83,11 +85,15 @@ class Outline:
         self._key = ""
         self._in_history = False
         self._seen_history = False
-        self._names: set[str] = set()
         self._build: Any = None  # an ObjectBuilder for a top-level member's container value
 
     def feed(self, chunk: bytes) -> None:
         if not self.streamable or not chunk:  # an empty send would end ijson's parse
+            return
+        if b"\x0b" in chunk or b"\x0c" in chunk:
+            # yajl skips a vertical tab or form feed between tokens, orjson refuses the
+            # document; inside a string both refuse the raw byte
+            self.streamable = False
             return
         data = self._tail + chunk
         end = max(len(data) - _PAIR, 0)
@@ -132,15 +138,13 @@ class Outline:
         """Follow the parser's events; one loop with locals, as there is one per value."""
         depth, key, build = self._depth, self._key, self._build
         in_history, count = self._in_history, self.count
-        names, members = self._names, self.members
+        members = self.members
         ok = True
         for event, value in self._events:
             if event == "map_key":
-                if value not in names:
-                    names.add(value)
-                    if is_secret_key(value):
-                        ok = False
-                        break
+                if is_secret_key(value):  # cached for the short names that repeat
+                    ok = False
+                    break
                 if depth == 1:
                     if (
                         value in members
