@@ -156,6 +156,7 @@ def _rehash(out: Path, readout: Path) -> None:
         ("blob", "sha256 does not match its id"),
         ("truncate", "readout is not JSON (unterminated string at byte"),
         ("base64", "blob data is not base64"),
+        ("format", "not a cursor-agent-sqlite-readout-v1 document"),
     ],
 )
 def test_prepare_checks_every_blob_and_the_readout_before_writing(
@@ -171,6 +172,9 @@ def test_prepare_checks_every_blob_and_the_readout_before_writing(
         readout.write_text(json.dumps(doc))
     elif edit == "base64":
         doc["blobs"][-1]["data"] = "not base64!"
+        readout.write_text(json.dumps(doc))
+    elif edit == "format":
+        doc["format"] = "cursor-agent-sqlite-readout-v2"
         readout.write_text(json.dumps(doc))
     else:
         readout.write_bytes(data[: data.index(doc["blobs"][-1]["data"].encode()) + 8])

@@ -43,7 +43,6 @@ from trajconv.codecs.cursor import prepare_store, proto
 from trajconv.errors import FormatError
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
 
-READOUT_FORMAT = "cursor-agent-sqlite-readout-v1"
 META_KEY = "0"
 #: meta["0"] keys that are credentials; never kept (spec section 3: sent as a request header)
 SECRET_META_KEYS = frozenset({"blobEncryptionKey"})
@@ -448,7 +447,7 @@ def readout_chunks(
     rows = [{"key": META_KEY, "value": encode_meta_value(clean)}]
     rows += [{"key": k, "value": v} for k, v in sorted(other_meta.items())]
     doc = Members(
-        format=READOUT_FORMAT,
+        format=prepare_store.READOUT_FORMAT,
         agent_id=agent_id,
         cwd=cwd,
         user_version=1,
@@ -475,8 +474,6 @@ def read_readout(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
             doc, spans = prepare_store.scan_readout(fh, max_blob)
         except prepare_store.ReadoutError as exc:
             raise FormatError(where, str(exc), blob=exc.blob) from None
-        if doc.get("format") != READOUT_FORMAT:
-            raise FormatError(where, f"not a {READOUT_FORMAT} document")
         rows: dict[str, str] = {}
         for i, row in enumerate(doc.get("meta") or []):
             if not (

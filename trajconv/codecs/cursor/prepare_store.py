@@ -256,6 +256,8 @@ def scan_readout(fh: BinaryIO, max_blob: int) -> tuple[dict[str, Any], dict[str,
             sc.skip()
     if sc.peek() != -1:
         raise sc.error("data after the document")
+    if doc.get("format") != READOUT_FORMAT:
+        raise ReadoutError(f"not a {READOUT_FORMAT} document")
     return doc, spans
 
 
@@ -348,8 +350,6 @@ def main(argv: list[str] | None = None) -> int:
     with readout_path.open("rb") as fh:
         try:
             doc, spans = scan_readout(fh, sys.maxsize)
-            if doc.get("format") != READOUT_FORMAT:
-                fail(1, f"{readout_path.name}: not a {READOUT_FORMAT} document")
             agent = doc.get("agent_id")
             if not isinstance(agent, str) or not agent or "/" in agent or agent in (".", ".."):
                 fail(1, f"{readout_path.name}: bad agent_id {agent!r}")
