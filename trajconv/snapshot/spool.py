@@ -1,6 +1,6 @@
 """Where a Snapshot keeps what is too big to hold: its records and its artifact bytes.
 
-A Snapshot built from a native session keeps its records as JSON lines in a
+A Snapshot built from a native session keeps its records as JSON texts in a
 private temporary folder (a :class:`Spool`) and reads them back one at a time, and
 each artifact's bytes as a :class:`Blob`: a range of a spool file, a file of an
 archive store, or (for a Snapshot loaded from a document) bytes in memory. So a
@@ -203,7 +203,7 @@ class RecordLog(Sequence["Record"]):
         for text in self._texts():
             yield _record_model(text)
 
-    def _line(self, fh: BinaryIO, index: int) -> bytes:
+    def _text_at(self, fh: BinaryIO, index: int) -> bytes:
         fh.seek(self._offsets[index])
         return fh.read(self._offsets[index + 1] - self._offsets[index])
 
@@ -215,18 +215,18 @@ class RecordLog(Sequence["Record"]):
         if isinstance(index, slice):
             with self._path.open("rb") as fh:
                 indices = range(*index.indices(len(self)))
-                return [_record_model(self._line(fh, i)) for i in indices]
+                return [_record_model(self._text_at(fh, i)) for i in indices]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
         with self._path.open("rb") as fh:
-            return _record_model(self._line(fh, index))
+            return _record_model(self._text_at(fh, index))
 
     def __reversed__(self) -> Iterator[Record]:
         with self._path.open("rb") as fh:
             for i in range(len(self) - 1, -1, -1):
-                yield _record_model(self._line(fh, i))
+                yield _record_model(self._text_at(fh, i))
 
     __eq__ = _sequence_eq
     __hash__ = None  # type: ignore[assignment]
