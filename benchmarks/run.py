@@ -335,16 +335,18 @@ def rows_for(
         # The store a user installs: prepare.py of an export made here, untimed.
         export = exports / name
         convert = [tc, "convert", "--from", "cursor", "--to", "cursor", "--allow-lossy"]
-        subprocess.run(
-            [*convert, info["read_path"], "-o", str(export)], check=True, stdout=subprocess.DEVNULL
+        made_export = subprocess.run(
+            [*convert, info["read_path"], "-o", str(export)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         prepare = [sys.executable, str(export / "prepare.py"), "--home", str(scratch / "home")]
         made.append(
-            row(
-                "prepare.py →cursor store",
-                [*prepare, "--cwd", info.get("cwd", "/srv/bench")],
-            )
+            row("prepare.py →cursor store", [*prepare, "--cwd", info.get("cwd", "/srv/bench")])
         )
+        if made_export.returncode:  # the row reports it; the other rows still run
+            err = made_export.stderr[-200:].decode(errors="replace").strip()
+            made[-1].failures.append(f"making the export failed: {err}")
     if harness == "grok" and HC.is_file():
         made.append(
             row(
