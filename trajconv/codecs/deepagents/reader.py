@@ -264,9 +264,7 @@ class _Thread:
     spool: _MessageSpool
 
 
-def _read_checkpoints(
-    t: _Thread,
-) -> _Line:
+def _read_checkpoints(t: _Thread) -> _Line:
     """Checkpoint rows into the artifact as they stream; then the main line, decoded."""
     d = t.b.diagnostics
     root: dict[str, tuple[str | None, int]] = {}
@@ -358,10 +356,7 @@ def _read_checkpoints(
     )
 
 
-def _read_writes(
-    t: _Thread,
-    line: _Line,
-) -> dict[int, list[_Occ]]:
+def _read_writes(t: _Thread, line: _Line) -> dict[int, list[_Occ]]:
     """Write rows into the artifact as they stream; the line's ``messages`` writes as
     occurrences, by line position, each checkpoint's in ``writes_sort_key`` order."""
     d = t.b.diagnostics
@@ -646,9 +641,7 @@ class _Folder:
         return [o for o in self.out if o is not None]
 
 
-def lift_thread(
-    t: _Thread,
-) -> tuple[list[_Occ], dict[str, Any]]:
+def lift_thread(t: _Thread) -> tuple[list[_Occ], dict[str, Any]]:
     """Fold the thread's main line; count every row and message. Returns (final, facts).
 
     Memory grows with the number of messages, not their bytes: one small :class:`_Occ`
