@@ -6,6 +6,7 @@ import base64
 import gc
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -13,8 +14,9 @@ import pytest
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot import io
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
+from trajconv.snapshot.jsonstream import Members, json_chunks
 from trajconv.snapshot.models import Snapshot, Source
-from trajconv.snapshot.spool import CHUNK, Blob, RecordLog
+from trajconv.snapshot.spool import CHUNK, Blob, RecordLog, records_value
 
 SOURCE = Source(harness="grok", harness_version=None, session_id="s1", locator="s1")
 
@@ -92,6 +94,31 @@ def test_a_source_completed_after_records_were_spooled_chains_them_again() -> No
     assert snap.source.harness_version == "1.0"
     assert io.dumps(snap) == io.dumps(early.build())
     assert io.verify(snap).ok and len(snap.records) == 301
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("count", [0, 1, 3000])
+def test_the_spooled_records_array_is_what_orjson_writes_at_its_depth(
+    depth: int, count: int
+) -> None:
+    # The spool holds the array's items laid out for a Snapshot file (depth 1); the
+    # Cursor readout has them one level deeper. 3,000 records cross a 1 MiB slice.
+    b = _builder()
+    for i in range(count):
+        text = f'line {i}\n  "quoted"\t{{not: json}}\n' * 20
+        b.add_text("user", f"u{i}", text, time=None, turn=i, evidence=_ev(i + 1))
+    if count:  # and one record through the models (numbers JCS and orjson write apart)
+        args = {"n": 2**70, "x": [1.5]}
+        b.add_call("c", "call", "tool", args, time=None, turn=0, evidence=_ev(0))
+    snap = b.build()
+    assert isinstance(snap.records, RecordLog) and len(snap.records) == count + bool(count)
+    value: Any = records_value(snap.records, depth)
+    reference: Any = [r.model_dump(mode="json") for r in snap.records]
+    for _ in range(depth):
+        value, reference = Members(records=value), {"records": reference}
+    written = b"".join(json_chunks(value))
+    assert written == orjson.dumps(reference, option=orjson.OPT_INDENT_2)
+    assert [d["id"] for d in snap.records.dicts()] == [r.id for r in snap.records]
 
 
 def test_numbers_beyond_doubles_keep_their_digits_and_nan_is_a_format_error() -> None:

@@ -25,7 +25,7 @@ from trajconv.errors import FormatError, VerifyError
 from trajconv.snapshot import hashing
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks, utf8_string_body
 from trajconv.snapshot.models import FORMAT, Snapshot
-from trajconv.snapshot.spool import Blob, artifact_dicts, record_dicts, record_values
+from trajconv.snapshot.spool import Blob, artifact_dicts, record_dicts, records_value
 
 
 def dumps(snapshot: Snapshot) -> bytes:
@@ -81,7 +81,7 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     ``inline_artifacts=False`` writes ``data: null`` (an archive store's documents).
     """
     doc = Members(snapshot.model_dump(mode="json", exclude={"records", "artifacts"}))
-    doc["records"] = Items(record_values(snapshot.records))
+    doc["records"] = records_value(snapshot.records)
     doc["artifacts"] = Items(
         _artifact(meta, blob, inline_artifacts)
         for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)

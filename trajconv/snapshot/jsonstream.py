@@ -1,8 +1,8 @@
 """JSON documents written piece by piece, byte-equal to ``orjson`` ``OPT_INDENT_2``.
 
 A document is plain JSON values plus :class:`Members` (an object), :class:`Items`
-(an array whose elements come from an iterator), :class:`Raw` (a value given as
-its text, in pieces) and :class:`Indented` (a value given as its indented text).
+(an array whose elements come from an iterator) and :class:`Raw` (a value given as
+its text, in pieces).
 The Snapshot file and the Cursor readout are written with it, so neither is ever
 held whole.
 """
@@ -27,15 +27,11 @@ class Items:
     items: Iterable[Any]
 
 
-class Indented(bytes):
-    """A JSON value given as the text ``OPT_INDENT_2`` writes for it at the top level
-    (a spooled record), written by moving its lines right instead of encoding it again."""
-
-
 @dataclass(frozen=True)
 class Raw:
     """A JSON value given as its text, in pieces (a blob's base64, an artifact's bytes
-    encoded chunk by chunk), so it is never made into one ``str``."""
+    encoded chunk by chunk, spooled records), so it is never made into one ``str``. The
+    text is written as it is: it must already have the indentation of its place."""
 
     pieces: Iterable[bytes]
 
@@ -69,8 +65,7 @@ def _plain(value: Any, pad: bytes) -> bytes:
     JSON strings hold no raw newline, so each newline starts a line of the value's own
     layout, which moves right by the indentation of the place it is written at.
     """
-    text = value if type(value) is Indented else orjson.dumps(value, option=orjson.OPT_INDENT_2)
-    return text.replace(b"\n", pad)
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", pad)
 
 
 def _indented(value: Any, depth: int) -> Iterator[bytes]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, overload
 
 import orjson
 
-from trajconv.snapshot.jsonstream import Indented
+from trajconv.snapshot.jsonstream import Items, Raw
 
 if TYPE_CHECKING:
     from trajconv.snapshot.models import Artifact, Record
@@ -157,19 +157,28 @@ def _record_adapter() -> Any:
 _ADAPTER: Any = None
 
 
-def _record_model(text: bytes) -> Record:
+def _record_model(text: bytes | memoryview) -> Record:
     """A spooled record's model (``orjson`` parses faster than pydantic's JSON mode)."""
     record: Record = _record_adapter().validate_python(orjson.loads(text))
     return record
 
 
+#: what comes before each record's text in the spool: the separator and indentation of
+#: an item of the records array (a member of the document's top-level object)
+_ITEM = b",\n    "
+_ITEM_PAD = b"\n    "
+
+
 class RecordLog(Sequence["Record"]):
     """A Snapshot's records as JSON texts in a spool file, parsed when used.
 
-    Each record is kept as the Snapshot file writes it (``orjson`` ``OPT_INDENT_2``,
-    then a newline), so writing the file copies the text instead of parsing and
-    encoding every record again. Iterating reads the file front to back; indexing and
-    ``reversed`` seek. Each pass parses again, so writers make one pass where they can.
+    The spool file holds the records array of a Snapshot file, items only, byte for
+    byte: each record as ``orjson`` ``OPT_INDENT_2`` writes it there, after its
+    separator (``,`` then the indentation, :data:`_ITEM`). So a Snapshot file gets
+    its records by copying the file in large slices (:meth:`array_pieces`), and a
+    record is parsed from its text with the comma left out. Iterating reads the file
+    front to back; indexing and ``reversed`` seek. Each pass parses again, so writers
+    make one pass where they can.
     """
 
     def __init__(self, path: Path, offsets: array[int], keep: object) -> None:
@@ -180,17 +189,34 @@ class RecordLog(Sequence["Record"]):
     def __len__(self) -> int:
         return len(self._offsets) - 1
 
-    def _texts(self) -> Iterator[bytes]:
+    def _texts(self) -> Iterator[memoryview]:
+        """Each record's JSON text (indentation before it, which is JSON whitespace)."""
         offsets = self._offsets
         with self._path.open("rb", buffering=CHUNK) as fh:
             read = fh.read
             for i in range(len(offsets) - 1):
-                yield read(offsets[i + 1] - offsets[i])  # with the newline after it
+                yield memoryview(read(offsets[i + 1] - offsets[i]))[1:]  # the comma aside
 
-    def texts(self) -> Iterator[Indented]:
-        """Each record's JSON text, as ``OPT_INDENT_2`` writes it at the top level."""
-        for text in self._texts():
-            yield Indented(text[:-1])
+    def array_pieces(self, depth: int = 1) -> Iterator[bytes]:
+        """The records array as ``OPT_INDENT_2`` writes it ``depth`` levels deep (1: a
+        member of the top-level object, as in a Snapshot file), in slices of the spool
+        file; deeper, each line moves right (a raw newline is always layout in JSON)."""
+        size = self._offsets[-1]
+        if not size:
+            yield b"[]"
+            return
+        pad = b"\n" + b"  " * (depth - 1)
+        yield b"["
+        with self._path.open("rb", buffering=0) as fh:
+            fh.seek(1)  # the first item's separator is the bracket
+            left = size - 1
+            while left > 0:
+                chunk = fh.read(min(CHUNK, left))
+                if not chunk:
+                    raise OSError(f"{self._path}: ends {left} bytes short of the records")
+                left -= len(chunk)
+                yield chunk if depth == 1 else chunk.replace(b"\n", pad)
+        yield pad + b"  ]"
 
     def dicts(self) -> Iterator[dict[str, Any]]:
         """Each record as the JSON object the Snapshot file holds (no model)."""
@@ -204,8 +230,8 @@ class RecordLog(Sequence["Record"]):
             yield _record_model(text)
 
     def _text_at(self, fh: BinaryIO, index: int) -> bytes:
-        fh.seek(self._offsets[index])
-        return fh.read(self._offsets[index + 1] - self._offsets[index])
+        fh.seek(self._offsets[index] + 1)  # the comma aside
+        return fh.read(self._offsets[index + 1] - self._offsets[index] - 1)
 
     @overload
     def __getitem__(self, index: int) -> Record: ...
@@ -402,20 +428,24 @@ def record_dicts(records: Iterable[Any]) -> Iterator[dict[str, Any]]:
             yield record.model_dump(mode="json")
 
 
-def record_values(records: Iterable[Any]) -> Iterator[dict[str, Any] | Indented]:
-    """Records to write into a JSON document: a spooled log's texts as they are,
-    other records as their JSON objects."""
+def records_value(records: Iterable[Any], depth: int = 1) -> Raw | Items:
+    """The records array to write ``depth`` levels deep in a JSON document (1: a member
+    of its top-level object): a spooled log's texts as they are, other records encoded."""
     if isinstance(records, RecordLog):
-        yield from records.texts()
-    else:
-        yield from record_dicts(records)
+        return Raw(records.array_pieces(depth))
+    return Items(record_dicts(records))
+
+
+def _item_text(text: bytes) -> bytes:
+    """A record's top-level ``OPT_INDENT_2`` text as an item of the spooled array."""
+    return _ITEM + text.replace(b"\n", _ITEM_PAD)
 
 
 def _record_text(model: Any) -> bytes:
-    """A record model's line as :meth:`RecordSpool.append` writes it; an integer beyond
+    """A record model's text as :meth:`RecordSpool.append` writes it; an integer beyond
     64 bits becomes the float ``orjson`` reads it as, as the Snapshot file always had it."""
     value = orjson.loads(_record_adapter().dump_json(model))
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    return _item_text(orjson.dumps(value, option=orjson.OPT_INDENT_2))
 
 
 class RecordSpool:
@@ -436,8 +466,8 @@ class RecordSpool:
         (:func:`trajconv.snapshot.builder.plain_record`), so every spooled record is
         valid and readers of the spool need not validate again. Its text is the record's
         own ``OPT_INDENT_2`` JSON with the hash put in after ``evidence``, where the models
-        have it: the builder makes ``kind`` follow ``evidence``, and only a top-level
-        member is indented by exactly two spaces.
+        have it (the builder makes ``kind`` follow ``evidence``, and only a top-level
+        member is indented by exactly two spaces), moved right to its place in the array.
         """
         try:
             text = orjson.dumps(record, option=orjson.OPT_INDENT_2)
@@ -451,10 +481,10 @@ class RecordSpool:
                 return
         cut = text.index(b',\n  "kind": ')
         tag = hash_tag.encode()
-        self._write(b"".join((text[:cut], b',\n  "hash": "', tag, b'"', text[cut:], b"\n")))
+        self._write(_item_text(b"".join((text[:cut], b',\n  "hash": "', tag, b'"', text[cut:]))))
 
     def _write(self, line: bytes) -> None:
-        """One record's text and the newline after it."""
+        """One record's text, with the separator before it."""
         self._fh.write(line)
         self._offsets.append(self._offsets[-1] + len(line))
 

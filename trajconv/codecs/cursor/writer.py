@@ -43,9 +43,9 @@ from trajconv.codecs.base import (
 from trajconv.codecs.cursor import layout, native, proto, reader
 from trajconv.errors import RefusedError, VerifyError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.jsonstream import Items, Members
+from trajconv.snapshot.jsonstream import Members
 from trajconv.snapshot.models import Snapshot
-from trajconv.snapshot.spool import Spool, artifact_lookup, record_values
+from trajconv.snapshot.spool import Spool, artifact_lookup, records_value
 
 Blobs = Callable[[], Iterator[tuple[str, bytes]]]
 """The readout's blobs, root first, read one at a time when the export is written."""
@@ -349,12 +349,13 @@ def _meta(
 
 
 def _provenance(snapshot: Snapshot) -> Members:
-    """The source records, written one at a time (a spooled log gives them without models)."""
+    """The source records, copied from the spool (the readout's ``provenance`` member, so
+    its ``records`` are two levels deep)."""
     return Members(
         snapshot_id=snapshot.id,
         source=snapshot.source.model_dump(mode="json"),
         session=snapshot.session.model_dump(mode="json"),
-        records=Items(record_values(snapshot.records)),
+        records=records_value(snapshot.records, depth=2),
     )
 
 
