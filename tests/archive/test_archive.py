@@ -311,7 +311,9 @@ def test_killed_process_mid_transaction_leaves_a_store_that_verifies(
         archive(Path({str(store)!r}), harness="grok", home=Path({str(home)!r}))
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True)
+    # its spool folder stays behind (killed): in tmp_path, not the machine's temp dir
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, env=env)
     assert proc.returncode == 9, proc.stderr.decode()
     report = verify_store(store)
     assert report.ok, report.problems

@@ -5,6 +5,11 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,7 @@ from trajconv.snapshot import io
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
 from trajconv.snapshot.jsonstream import Members, json_chunks
 from trajconv.snapshot.models import Snapshot, Source
-from trajconv.snapshot.spool import CHUNK, Blob, RecordLog, records_value
+from trajconv.snapshot.spool import CHUNK, SWEEP_AFTER, Blob, RecordLog, records_value, sweep
 
 SOURCE = Source(harness="grok", harness_version=None, session_id="s1", locator="s1")
 
@@ -266,3 +271,73 @@ def test_a_reader_may_tell_the_encoding_instead_of_the_builder_decoding(tmp_path
         "log.jsonl", "application/x-ndjson", native, 99, "max", utf8=Utf8Tally().verdict
     )
     assert b.build().artifacts[0].encoding == "utf8"
+
+
+_HOLD_A_SPOOL = """
+import os, sys
+from trajconv.snapshot.spool import Spool
+spool = Spool()
+spool.new_file("records").write_bytes(b"x")
+print(spool.dir, flush=True)
+if sys.argv[1] == "kill":
+    os._exit(9)  # as a killed run: no finalizer, no cleanup
+sys.stdin.read()  # alive until the test closes stdin
+"""
+
+
+def _backdate(folder: Path) -> None:
+    old = time.time() - SWEEP_AFTER - 60
+    os.utime(folder, (old, old))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="owner locks are POSIX flock")
+def test_a_killed_runs_spool_is_swept_once_old_and_a_living_ones_never(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    cmd = [sys.executable, "-c", _HOLD_A_SPOOL]
+    killed = subprocess.run([*cmd, "kill"], env=env, capture_output=True, text=True)
+    assert killed.returncode == 9, killed.stderr
+    dead = Path(killed.stdout.strip())
+    alive = subprocess.Popen(
+        [*cmd, "live"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert alive.stdout is not None and alive.stdin is not None
+        living = Path(alive.stdout.readline().strip())
+        assert dead.is_dir() and living.is_dir() and dead.parent == tmp_path
+        assert sweep(tmp_path) == []  # both too recent: a folder may be between owners
+        _backdate(dead)
+        _backdate(living)
+        (tmp_path / "trajconv-spool-link").symlink_to(living, target_is_directory=True)
+        assert sweep(tmp_path) == [dead]  # the living owner holds its lock
+        assert not dead.exists() and living.is_dir()
+        alive.stdin.close()
+        assert alive.wait(timeout=30) == 0
+    finally:
+        alive.kill()
+    assert not living.exists()  # removed by its own process when it ended
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="owner locks are POSIX flock")
+def test_a_spool_handed_over_by_pickling_is_owned_by_the_side_that_unpickles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pickle
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    b = _builder()
+    b.add_text("user", "u", "hi", time=None, turn=None, evidence=_ev(1))
+    snap = b.build()
+    folder = b._spool.dir
+    _backdate(folder)
+    data = pickle.dumps(snap)  # the worker's side lets go of the folder, renewing its time
+    assert time.time() - folder.stat().st_mtime < SWEEP_AFTER
+    again = pickle.loads(data)
+    del b, snap
+    gc.collect()
+    _backdate(folder)
+    assert folder.parent == tmp_path
+    assert sweep(tmp_path) == []  # the unpickled side holds it
+    assert [r.text for r in again.records] == ["hi"]
+    del again
+    gc.collect()
+    assert not folder.exists()

@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import stat
 import tempfile
+import time
 import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,24 +26,106 @@ import orjson
 
 from trajconv.snapshot.jsonstream import Items, Raw
 
+try:
+    import fcntl
+except ImportError:  # Windows: no owner locks, so no sweep
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from trajconv.snapshot.models import Artifact, Record
 
 CHUNK = 1 << 20
 
 
+PREFIX = "trajconv-spool-"
+OWNER = ".owner"
+#: a folder whose entries changed this recently is never swept: it may be between two
+#: owners (a Snapshot pickled by a worker process, not yet unpickled by its parent)
+SWEEP_AFTER = 600.0
+
+
+def _own(folder: Path) -> int | None:
+    """Hold a shared lock on ``folder``'s owner file while this process uses it (POSIX
+    ``flock``; a process holding it is alive). ``None`` where there is no ``fcntl``."""
+    if fcntl is None:
+        return None
+    fd = os.open(folder / OWNER, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def _release(folder: str, fd: int | None) -> None:
+    shutil.rmtree(folder, True)
+    if fd is not None:
+        os.close(fd)
+
+
+def sweep(tmp: Path) -> list[Path]:
+    """Remove the spool folders in ``tmp`` that no living process owns, older than
+    :data:`SWEEP_AFTER` (a run that was killed could not remove its own); returns them.
+
+    Only this user's folders are touched, never through a symbolic link, and a folder
+    is removed while holding its owner file's exclusive lock, which no owner can then
+    take. A folder without an owner file is from before owners were recorded.
+    """
+    if fcntl is None:
+        return []
+    removed: list[Path] = []
+    now = time.time()
+    for folder in tmp.glob(PREFIX + "*"):
+        try:
+            st = folder.lstat()
+            if (
+                not stat.S_ISDIR(st.st_mode)
+                or st.st_uid != os.getuid()
+                or now - st.st_mtime < SWEEP_AFTER
+            ):
+                continue
+            try:
+                fd = os.open(folder / OWNER, os.O_RDONLY | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                fd = None
+            try:
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its owner lives
+                shutil.rmtree(folder)
+                removed.append(folder)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        except OSError:
+            continue  # locked, gone meanwhile, or not ours to remove
+    return removed
+
+
+_swept = False
+
+
 class Spool:
-    """A private temporary folder, removed when nothing refers to it any more."""
+    """A private temporary folder, removed when nothing refers to it any more.
+
+    The first Spool of a process also sweeps the folders killed runs left (:func:`sweep`).
+    """
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="trajconv-spool-"))
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
+        global _swept
+        if not _swept:
+            _swept = True
+            sweep(Path(tempfile.gettempdir()))
+        self.dir = Path(tempfile.mkdtemp(prefix=PREFIX))
+        self._fd = _own(self.dir)
+        self._cleanup = weakref.finalize(self, _release, str(self.dir), self._fd)
         self._count = 0
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickling hands the folder over (a worker process sends a Snapshot to its
-        # parent): this side stops owning it, the unpickled Spool removes it later.
+        # parent): this side stops owning it, the unpickled Spool removes it later. The
+        # folder's time is renewed, so no sweep takes it before the parent holds it.
         self._cleanup.detach()
+        os.utime(self.dir)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         return (_adopt, (str(self.dir), self._count))
 
     def new_file(self, stem: str) -> Path:
@@ -52,7 +136,8 @@ class Spool:
 def _adopt(folder: str, count: int) -> Spool:
     spool = Spool.__new__(Spool)
     spool.dir = Path(folder)
-    spool._cleanup = weakref.finalize(spool, shutil.rmtree, folder, True)
+    spool._fd = _own(spool.dir)
+    spool._cleanup = weakref.finalize(spool, _release, folder, spool._fd)
     spool._count = count
     return spool
 
