@@ -9,6 +9,8 @@ in the same run and interleaved, each of these runs in its own subprocess:
 * ``read``    ``trajconv read --from H PATH -o SNAPSHOT`` (when H is registered);
 * ``convert`` ``trajconv convert --from H --to fx`` (``--to grok`` while no fx
               codec is registered);
+* ``write``   ``trajconv write --to fx SNAPSHOT``: the Snapshot file ``read`` makes
+              (made once per dataset, outside the timed runs) written out again;
 * ``prepare`` for Cursor stores: the ``prepare.py`` of a Cursor→Cursor export
               (made once per dataset, outside the timed runs) building the store;
 * peers, when installed: ``harness-convert`` (``hc convert --from grok``) on the
@@ -331,6 +333,23 @@ def rows_for(
                 ],
             )
         )
+        # A Snapshot file a user keeps, written out for a harness: made here, untimed.
+        snapshot = exports / f"{name}.snapshot.json"
+        made_snapshot = subprocess.run(
+            [tc, "read", "--from", harness, info["read_path"], *src, "-o", str(snapshot)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        write = [tc, "write", "--to", target, str(snapshot), "--allow-lossy"]
+        made.append(
+            row(
+                f"trajconv write FILE →{target}",
+                [*write, "--cwd", info.get("cwd", "/srv/bench"), "-o", str(scratch / "out")],
+            )
+        )
+        if made_snapshot.returncode:  # the row reports it; the other rows still run
+            err = made_snapshot.stderr[-200:].decode(errors="replace").strip()
+            made[-1].failures.append(f"making the Snapshot file failed: {err}")
     if harness == "cursor" and codecs.get("cursor", {}).get("write"):
         # The store a user installs: prepare.py of an export made here, untimed.
         export = exports / name

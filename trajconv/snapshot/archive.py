@@ -45,6 +45,7 @@ from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
 from trajconv.snapshot import hashing
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.builder import iso_ms
+from trajconv.snapshot.fileload import load_streamed
 from trajconv.snapshot.models import Artifact, Snapshot
 from trajconv.snapshot.spool import Blob
 
@@ -583,6 +584,9 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
                     "(trajconv archive log STORE lists them)"
                 )
             return store.load(store.resolve(session))
+    streamed = load_streamed(path)  # a file trajconv wrote, one record at a time
+    if streamed is not None:
+        return streamed
     try:
         data = path.read_bytes()
     except OSError as exc:

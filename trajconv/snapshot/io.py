@@ -150,6 +150,13 @@ def loads(data: bytes, name: str = "<snapshot>") -> Snapshot:
 
 
 def load(path: Path) -> Snapshot:
+    """A Snapshot file: read a record and a chunk at a time when it is laid out as
+    :func:`write` lays it out and verifies (``fileload``), else parsed whole and checked."""
+    from trajconv.snapshot.fileload import load_streamed
+
+    streamed = load_streamed(path)
+    if streamed is not None:
+        return streamed
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -1,0 +1,185 @@
+"""Loading a Snapshot file a record and a chunk at a time (``snapshot/fileload.py``).
+
+What the streamed load returns must be what the whole-document path returns, and
+anything it does not take (another layout, a broken hash, a stored Snapshot's
+``data: null``) must come back ``None``, so the whole-document path decides.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import trajconv
+from tests.helpers import FIXTURES
+from trajconv.snapshot import io
+from trajconv.snapshot.builder import SnapshotBuilder, evidence
+from trajconv.snapshot.fileload import _string_bytes, load_streamed
+from trajconv.snapshot.models import Snapshot, Source
+from trajconv.snapshot.spool import CHUNK, RecordLog
+
+CASES = (
+    [
+        ("grok", p)
+        for p in sorted(FIXTURES.glob("grok/*/sessions/*/*"))
+        if (p / "updates.jsonl").is_file()
+    ]
+    + [("copilot", p) for p in sorted(FIXTURES.glob("copilot/*/session-state/*")) if p.is_dir()]
+    + [("cursor", p) for p in sorted(FIXTURES.glob("cursor/*/store.db"))]
+)
+
+
+def _whole(path: Path) -> Snapshot:
+    return io.validate_document(io.parse_document(path.read_bytes(), str(path)), str(path))
+
+
+def _built() -> Snapshot:
+    """Records of every kind, one the models must order and hash (a float, an integer
+    past 2^53), and artifacts of both encodings larger than a 1 MiB piece."""
+    b = SnapshotBuilder(Source(harness="x", harness_version="1", session_id="s", locator="s"), "x")
+    ev = evidence("log.jsonl", native="line", line=1)
+    b.add_text("user", "u", 'hi "there"\n\u2028 \U0001f680', time=None, turn=0, evidence=ev)
+    b.add_text("assistant", "a", "ok", time="2026-01-02T03:04:05.678Z", turn=0, evidence=ev)
+    b.add_call(
+        "c", "call", "tool", {"x": 1.5, "n": 2**60, "s": "é"}, time=None, turn=0, evidence=ev
+    )
+    b.add_result("r", "call", False, "boom", time=None, turn=0, evidence=ev, exit_code=2)
+    text = ('é\U0001f680\x00\x1f"\\/ line\n' * 70_000).encode()  # escapes, 4-byte characters
+    b.add_artifact("a.txt", "text/plain", text)
+    b.add_artifact("b.bin", "application/octet-stream", bytes(range(256)) * 9000)
+    b.add_artifact("c.txt", "text/plain", b"")
+    b.diagnostics.add("unknown-kind", "log.jsonl:3", name="x.y")
+    return b.build()
+
+
+def _check_same(path: Path) -> Snapshot:
+    streamed = load_streamed(path)
+    assert streamed is not None
+    assert isinstance(streamed.records, RecordLog)  # spooled, not held
+    whole = _whole(path)
+    assert streamed == whole
+    assert io.verify(streamed).ok
+    return streamed
+
+
+@pytest.mark.parametrize(("harness", "path"), CASES, ids=lambda v: getattr(v, "name", v))
+def test_a_snapshot_file_of_each_fixture_loads_streamed_as_it_loads_whole(
+    harness: str, path: Path, tmp_path: Path
+) -> None:
+    file = tmp_path / "snap.json"
+    io.dump(trajconv.read(harness, path), file)
+    streamed = _check_same(file)
+    assert io.dumps(streamed) == file.read_bytes()
+
+
+def test_large_artifacts_and_records_the_models_order_load_streamed(tmp_path: Path) -> None:
+    file = tmp_path / "snap.json"
+    snap = _built()
+    io.dump(snap, file)
+    assert file.stat().st_size > 3 * CHUNK
+    streamed = _check_same(file)
+    assert streamed == snap and streamed.id == snap.id
+    assert [a.encoding for a in streamed.artifacts] == ["utf8", "base64", "utf8"]
+    assert io.dumps(streamed) == file.read_bytes()
+    assert io.load(file) == snap  # the public loader takes the streamed path
+
+
+def _relaid(data: bytes, change: Any) -> bytes:
+    """The document parsed, changed, and written back in the same layout."""
+    doc = orjson.loads(data)
+    change(doc)
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def test_escaped_characters_and_reordered_members_still_load_streamed(tmp_path: Path) -> None:
+    # Another writer may escape every non-ASCII character (surrogate pairs for 4-byte
+    # ones, which may straddle a piece) and order a record's members otherwise.
+    snap = _built()
+    data = io.dumps(snap)
+    doc = orjson.loads(data)
+    for i in (0, 2):  # a record plain_record passes, and one only the models take
+        doc["records"][i] = dict(reversed(doc["records"][i].items()))
+    file = tmp_path / "ascii.json"
+    file.write_text(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
+    assert file.read_bytes() != data and b"\\ud83d\\ude80" in file.read_bytes()
+    streamed = _check_same(file)
+    assert io.dumps(streamed) == data  # written back in trajconv's own layout
+
+
+def _break_hash(doc: dict[str, Any]) -> None:
+    doc["records"][1]["text"] = "changed"
+
+
+def _null_data(doc: dict[str, Any]) -> None:
+    doc["artifacts"][2]["data"] = None
+
+
+def _wrong_size(doc: dict[str, Any]) -> None:
+    doc["artifacts"][2]["size"] = 1
+
+
+def _extra_member(doc: dict[str, Any]) -> None:
+    doc["records"][0]["extra"] = 1
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda d: _relaid(d, _break_hash), id="a record changed"),
+        pytest.param(lambda d: _relaid(d, _null_data), id="data beside the document"),
+        pytest.param(lambda d: _relaid(d, _wrong_size), id="an artifact's size"),
+        pytest.param(lambda d: _relaid(d, _extra_member), id="a member the models refuse"),
+        pytest.param(lambda d: orjson.dumps(orjson.loads(d)), id="another layout"),
+        pytest.param(lambda d: d[: len(d) // 2], id="truncated"),
+        pytest.param(lambda d: d[:-1], id="no final newline"),
+        pytest.param(lambda d: d.replace(b'"trajconv.snapshot/1"', b'"x/1"', 1), id="format"),
+    ],
+)
+def test_what_the_streamed_load_does_not_take_goes_to_the_whole_document_path(
+    make: Any, tmp_path: Path
+) -> None:
+    file = tmp_path / "snap.json"
+    file.write_bytes(make(io.dumps(_built())))
+    assert load_streamed(file) is None
+
+
+def test_a_broken_record_is_still_named_by_verify(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from trajconv.cli.main import cli
+
+    file = tmp_path / "snap.json"
+    file.write_bytes(_relaid(io.dumps(_built()), _break_hash))
+    result = CliRunner().invoke(cli, ["verify", str(file)])
+    assert result.exit_code == 1
+    assert "record 1 (a): hash does not match its content" in result.output
+    good = tmp_path / "good.json"
+    io.dump(_built(), good)
+    result = CliRunner().invoke(cli, ["verify", "--json", str(good)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["records"] == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
+    | st.text(st.sampled_from('\\"\n\x00e\u00e9\U0001f680'), max_size=300),
+    ascii_only=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=3000), max_size=10),
+)
+def test_string_pieces_decode_wherever_the_body_is_cut(
+    text: str, ascii_only: bool, cuts: list[int]
+) -> None:
+    # A piece is decoded only where no escape (surrogate pairs included) and no UTF-8
+    # character straddles its end, whatever the parts it came in.
+    body = json.dumps(text, ensure_ascii=ascii_only).encode()[1:-1]
+    edges = sorted({min(c, len(body)) for c in cuts} | {0, len(body)})
+    parts = [body[a:b] for a, b in itertools.pairwise(edges)]
+    assert b"".join(_string_bytes(iter(parts))) == text.encode()

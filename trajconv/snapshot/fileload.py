@@ -1,0 +1,356 @@
+"""Load a Snapshot file a record and a chunk at a time, checking it as it goes.
+
+``io.load`` parses a file whole, checks it against the JSON Schema, then the models:
+a 212 MB Snapshot file (a 100 MB Copilot session) took 42 s and 1.2 GB, nearly all
+of it the schema walk over 66,000 records. A file as :func:`trajconv.snapshot.io.write`
+lays it out (``orjson`` ``OPT_INDENT_2``: a top-level member per line group, each
+record and artifact an object whose braces are indented by exactly four spaces, since
+no raw newline can be inside a JSON string) is read here instead, in one pass:
+
+* each record is parsed alone, checked by the models (``builder.plain_record``'s type
+  tests, or pydantic strict), hashed into the chain and spooled as a reader's would
+  be, and its ``hash`` and ``seq`` must be the ones the chain gives;
+* each artifact's ``data`` string is decoded in 1 MiB pieces into the spool (never
+  held whole, not even as one line) and must have its ``sha256`` and ``size``;
+* the id must be the one the content gives.
+
+So what it returns is a Snapshot that verifies, backed by a spool like a built one.
+Anything else (another layout, a broken hash, ``data: null``, an error the models
+name) gives ``None``, and the caller takes the whole-document path, whose checks and
+messages are the reference.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+from pydantic import ValidationError
+
+from trajconv.errors import FormatError
+from trajconv.snapshot import hashing
+from trajconv.snapshot.builder import ArtifactWriter, plain_record
+from trajconv.snapshot.models import (
+    FORMAT,
+    Artifact,
+    Diagnostic,
+    Evidence,
+    Producer,
+    Session,
+    Snapshot,
+    Source,
+    ToolCall,
+    ToolResult,
+)
+from trajconv.snapshot.spool import (
+    CHUNK,
+    ArtifactLog,
+    ArtifactTable,
+    RecordSpool,
+    Spool,
+    _record_adapter,
+)
+
+_LINE = 1 << 20  # a line of the document's frame longer than this is not the layout
+_TAIL = 64 << 20  # diagnostics and producer, after the artifacts
+_RECORD = b"    {\n"
+_RECORD_END = (b"    },\n", b"    }\n")
+_DATA = b'      "data": '
+_HEAD = ("format", "id", "source", "session")
+_FOOT = ("diagnostics", "producer")
+_META = ("name", "media_type", "sha256", "size", "encoding")
+
+
+class _NotTheLayout(Exception):
+    """The file is not one this loader takes; the whole-document path decides."""
+
+
+def _member_orders() -> dict[str, tuple[str, ...]]:
+    from trajconv.snapshot import models
+
+    kinds = (
+        models.UserRecord,
+        models.AssistantRecord,
+        models.ReasoningRecord,
+        models.ToolCallRecord,
+        models.ToolResultRecord,
+        models.SystemRecord,
+        models.ObservationRecord,
+    )
+    # the members as the builder spools them: the hash is put in by the spool
+    return {
+        k.model_fields["kind"].default: tuple(f for f in k.model_fields if f != "hash")
+        for k in kinds
+    }
+
+
+_ORDERS = _member_orders()
+_EVIDENCE = tuple(Evidence.model_fields)
+_CALL = tuple(ToolCall.model_fields)
+_RESULT = tuple(ToolResult.model_fields)
+
+
+def _in_model_order(rec: dict[str, Any]) -> bool:
+    """The record's members (and its objects') are in the order the models write them
+    (``hash`` aside); for a record :func:`plain_record` passed."""
+    if tuple(rec) != _ORDERS.get(rec.get("kind"), ()):  # type: ignore[arg-type]
+        return False
+    if tuple(rec["evidence"]) != _EVIDENCE:
+        return False
+    call, result = rec.get("call"), rec.get("result")
+    return (call is None or tuple(call) == _CALL) and (result is None or tuple(result) == _RESULT)
+
+
+def _object(lines: list[bytes]) -> dict[str, Any]:
+    """The members given as lines (the last one may end with a comma) as an object."""
+    body = b"".join(lines).rstrip(b"\n").removesuffix(b",")
+    value = orjson.loads(b"{" + body + b"}")
+    if not isinstance(value, dict):
+        raise _NotTheLayout
+    return value
+
+
+def _high_surrogate_escape(buf: bytes, at: int) -> bool:
+    """``buf[at:]`` starts with an escape ``\\uD800`` to ``\\uDBFF`` (an odd run of
+    backslashes ends at ``at``: an even one is escaped backslashes)."""
+    if buf[at : at + 2] != b"\\u" or buf[at + 2 : at + 4].upper() not in _HIGH:
+        return False
+    start = at
+    while start > 0 and buf[start - 1] == 0x5C:
+        start -= 1
+    return (at - start) % 2 == 0
+
+
+_HIGH = (b"D8", b"D9", b"DA", b"DB")
+
+
+def _cut(buf: bytes) -> int:
+    """Where ``buf``, a piece of a JSON string's body, can be cut: no escape, surrogate
+    pair or UTF-8 character straddles the place (0: nowhere yet)."""
+    last = buf.rfind(b"\\")
+    cut = len(buf) - 1
+    while cut >= last + 6 and 0x80 <= buf[cut] <= 0xBF:  # an escape is at most 6 bytes
+        cut -= 1
+    if cut >= last + 6:
+        return cut
+    # An escape ends the piece: cut before its run of backslashes (whole pairs before
+    # an escape cut nothing), and before a high surrogate its low one may follow.
+    cut = last
+    while cut > 0 and buf[cut - 1] == 0x5C:
+        cut -= 1
+    if cut >= 6 and _high_surrogate_escape(buf, cut - 6):
+        cut -= 6
+    return cut
+
+
+def _string_bytes(parts: Iterator[bytes]) -> Iterator[bytes]:
+    """The UTF-8 bytes of a JSON string whose body (escaped, without the quotes) comes
+    in ``parts``, cut anywhere; each piece decoded ends at a :func:`_cut`."""
+    carry = b""
+    for part in parts:
+        buf = carry + part if carry else part
+        cut = _cut(buf)
+        if cut <= 0:
+            carry = buf
+            continue
+        yield orjson.loads(b'"' + buf[:cut] + b'"').encode("utf-8")
+        carry = buf[cut:]
+    if carry:
+        yield orjson.loads(b'"' + carry + b'"').encode("utf-8")
+
+
+def _base64_bytes(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    pending = b""
+    for piece in pieces:
+        pending += piece
+        cut = len(pending) - len(pending) % 4
+        yield base64.b64decode(pending[:cut], validate=True)
+        pending = pending[cut:]
+    if pending:
+        raise _NotTheLayout
+
+
+class _Loader:
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self._spool = Spool()
+        self._files: list[Path] = []  # the artifact pack, when there are artifacts
+
+    def _line(self, limit: int = _LINE) -> bytes:
+        line = self._fh.readline(limit)
+        if not line.endswith(b"\n"):
+            raise _NotTheLayout
+        return line
+
+    def _member_start(self, name: str) -> bool:
+        """Read ``"name": [`` on its own line; True when the array has items."""
+        line = self._line()
+        if line == b'  "%s": [\n' % name.encode():
+            return True
+        if line == b'  "%s": [],\n' % name.encode():
+            return False
+        raise _NotTheLayout
+
+    def load(self) -> Snapshot:
+        if self._line() != b"{\n":
+            raise _NotTheLayout
+        head_lines = []
+        while (line := self._line()) not in (b'  "records": [\n', b'  "records": [],\n'):
+            head_lines.append(line)
+        head = _object(head_lines)
+        if tuple(head) != _HEAD or head["format"] != FORMAT:
+            raise _NotTheLayout
+        source = Source.model_validate(head["source"], strict=True)
+        session = Session.model_validate(head["session"], strict=True)
+        source_json = source.model_dump(mode="json")
+        digest = hashing.header_digest(FORMAT, source_json)
+        records = RecordSpool(self._spool)
+        if line == b'  "records": [\n':
+            digest = self._records(records, digest)
+        log = records.close()
+        artifacts = self._artifacts() if self._member_start("artifacts") else ArtifactTable()
+        art_log = ArtifactLog(artifacts, self._files, self._spool)
+        tail = self._tail()
+        foot = _object([tail[:-2]])
+        if tuple(foot) != _FOOT or not isinstance(foot["diagnostics"], list):
+            raise _NotTheLayout
+        diagnostics = tuple(
+            Diagnostic.model_validate_json(orjson.dumps(d), strict=True)  # JSON: lists are tuples
+            for d in foot["diagnostics"]
+        )
+        producer = Producer.model_validate(foot["producer"], strict=True)
+        session_json = session.model_dump(mode="json")
+        sid = hashing.snapshot_id(FORMAT, source_json, session_json, digest, art_log.metadata())
+        if sid != head["id"]:
+            raise _NotTheLayout
+        return Snapshot.model_construct(
+            id=sid,
+            source=source,
+            session=session,
+            records=log,
+            artifacts=art_log,
+            diagnostics=diagnostics,
+            producer=producer,
+        )
+
+    def _tail(self) -> bytes:
+        """The rest of the document (diagnostics, producer), read a piece at a time: a
+        read of the whole limit would take that much memory at once."""
+        pieces, held = [], 0
+        while piece := self._fh.read(CHUNK):
+            pieces.append(piece)
+            held += len(piece)
+            if held > _TAIL:
+                raise _NotTheLayout
+        tail = b"".join(pieces)
+        if not tail.endswith(b"}\n"):
+            raise _NotTheLayout
+        return tail
+
+    def _records(self, spool: RecordSpool, digest: bytes) -> bytes:
+        readline = self._fh.readline
+        adapter = _record_adapter()
+        seq = 0
+        while True:
+            first = readline()
+            if first != _RECORD:
+                raise _NotTheLayout
+            lines = [first]
+            while (line := readline()) not in _RECORD_END:
+                if not line.endswith(b"\n"):
+                    raise _NotTheLayout
+                lines.append(line)
+            rec = orjson.loads(b"".join(lines) + b"}")
+            if type(rec) is not dict or rec.get("seq") != seq:
+                raise _NotTheLayout
+            stated = rec.pop("hash", None)
+            plain = plain_record(rec) and _in_model_order(rec)
+            if not plain:  # through the models, which also put the members in order
+                model = adapter.validate_python({**rec, "hash": stated}, strict=True)
+                rec = adapter.dump_python(model, mode="json")
+                del rec["hash"]
+            digest = hashing.record_digest(digest, rec, plain=plain)
+            tag = hashing.tag(digest)
+            if stated != tag:
+                raise _NotTheLayout
+            spool.append(rec, tag, checked=plain)
+            seq += 1
+            if line == b"    }\n":
+                break
+        if self._line() != b"  ],\n":
+            raise _NotTheLayout
+        return digest
+
+    def _artifacts(self) -> ArtifactTable:
+        table = ArtifactTable()
+        path = self._spool.new_file("artifacts.bin")
+        self._files.append(path)
+        with path.open("wb") as pack:
+            while True:
+                if self._line() != _RECORD:
+                    raise _NotTheLayout
+                meta_lines = []
+                while not (line := self._fh.readline(_LINE)).startswith(_DATA):
+                    if not line.endswith(b"\n"):
+                        raise _NotTheLayout
+                    meta_lines.append(line)
+                meta = _object(meta_lines)
+                if tuple(meta) != _META:
+                    raise _NotTheLayout
+                Artifact.model_validate({**meta, "data": None}, strict=True)
+                writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
+                for chunk in self._data(line[len(_DATA) :], meta["encoding"]):
+                    writer.write(chunk)
+                name, media, sha256, size, _enc, file, offset = writer.finish(meta["media_type"], 0)
+                if sha256 != meta["sha256"] or size != meta["size"]:
+                    raise _NotTheLayout
+                table.put((name, media, sha256, size, meta["encoding"], file, offset))
+                end = self._line()
+                if end == b"    }\n":
+                    break
+                if end != b"    },\n":
+                    raise _NotTheLayout
+        if self._line() != b"  ],\n":
+            raise _NotTheLayout
+        return table
+
+    def _data(self, start: bytes, encoding: str) -> Iterator[bytes]:
+        """The bytes of an artifact's ``data``, from the rest of its line on."""
+        if not start.startswith(b'"'):
+            raise _NotTheLayout  # null: the bytes are beside the document
+
+        def body() -> Iterator[bytes]:
+            part = start[1:]
+            while not part.endswith(b"\n"):
+                yield part
+                part = self._fh.readline(CHUNK)
+                if not part:
+                    raise _NotTheLayout
+            if not part.endswith(b'"\n'):
+                raise _NotTheLayout
+            yield part[:-2]
+
+        text = _string_bytes(body())
+        return text if encoding == "utf8" else _base64_bytes(text)
+
+
+def load_streamed(path: Path) -> Snapshot | None:
+    """The Snapshot in ``path`` when it is laid out as trajconv writes it and verifies;
+    ``None`` otherwise (see the module docstring)."""
+    try:
+        with path.open("rb", buffering=CHUNK) as fh:
+            return _Loader(fh).load()
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    except (
+        _NotTheLayout,
+        orjson.JSONDecodeError,
+        ValidationError,
+        UnicodeEncodeError,
+        binascii.Error,
+    ):
+        return None
