@@ -21,7 +21,15 @@ from trajconv.snapshot import io
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
 from trajconv.snapshot.jsonstream import Members, json_chunks
 from trajconv.snapshot.models import Snapshot, Source
-from trajconv.snapshot.spool import CHUNK, SWEEP_AFTER, Blob, RecordLog, records_value, sweep
+from trajconv.snapshot.spool import (
+    CHUNK,
+    SWEEP_AFTER,
+    SWEEP_UNOWNED_AFTER,
+    Blob,
+    RecordLog,
+    records_value,
+    sweep,
+)
 
 SOURCE = Source(harness="grok", harness_version=None, session_id="s1", locator="s1")
 
@@ -308,7 +316,13 @@ def test_a_killed_runs_spool_is_swept_once_old_and_a_living_ones_never(tmp_path:
         _backdate(dead)
         _backdate(living)
         (tmp_path / "trajconv-spool-link").symlink_to(living, target_is_directory=True)
+        unowned = tmp_path / "trajconv-spool-unowned"  # made before owner files
+        unowned.mkdir()
+        _backdate(unowned)
         assert sweep(tmp_path) == [dead]  # the living owner holds its lock
+        old = time.time() - SWEEP_UNOWNED_AFTER - 60
+        os.utime(unowned, (old, old))
+        assert sweep(tmp_path) == [unowned]
         assert not dead.exists() and living.is_dir()
         alive.stdin.close()
         assert alive.wait(timeout=30) == 0

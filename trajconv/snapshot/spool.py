@@ -42,6 +42,9 @@ OWNER = ".owner"
 #: a folder whose entries changed this recently is never swept: it may be between two
 #: owners (a Snapshot pickled by a worker process, not yet unpickled by its parent)
 SWEEP_AFTER = 600.0
+#: a folder without an owner file was made by a trajconv from before owner files, which
+#: may still be running: swept only once it is a day old
+SWEEP_UNOWNED_AFTER = 86_400.0
 
 
 def _own(folder: Path) -> int | None:
@@ -66,7 +69,7 @@ def sweep(tmp: Path) -> list[Path]:
 
     Only this user's folders are touched, never through a symbolic link, and a folder
     is removed while holding its owner file's exclusive lock, which no owner can then
-    take. A folder without an owner file is from before owners were recorded.
+    take (:data:`SWEEP_UNOWNED_AFTER` for a folder without one).
     """
     if fcntl is None:
         return []
@@ -84,6 +87,8 @@ def sweep(tmp: Path) -> list[Path]:
             try:
                 fd = os.open(folder / OWNER, os.O_RDONLY | os.O_NOFOLLOW)
             except FileNotFoundError:
+                if now - st.st_mtime < SWEEP_UNOWNED_AFTER:
+                    continue
                 fd = None
             try:
                 if fd is not None:
