@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from trajconv.errors import FormatError, VerifyError
+from trajconv.errors import FormatError
 from trajconv.snapshot import hashing
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks, utf8_string_body
 from trajconv.snapshot.models import FORMAT, Snapshot
@@ -255,9 +255,3 @@ def verify(snapshot: Snapshot) -> VerifyReport:
             for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)
         ),
     )
-
-
-def require_valid(snapshot: Snapshot) -> None:
-    report = verify(snapshot)
-    if not report.ok:
-        raise VerifyError("; ".join(report.problems))

@@ -23,7 +23,6 @@ from collections import Counter
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
@@ -233,11 +232,6 @@ def unknown_counts(msg: Message) -> Counter[str]:
         f = fields[i]
         counts[f"{f.field_number}:{f.wire_type}"] += 1
     return counts
-
-
-def as_dict(msg: Message) -> dict[str, Any]:
-    """Protobuf JSON of ``msg`` (snake_case names, bytes as base64)."""
-    return MessageToDict(msg, preserving_proto_field_name=True)
 
 
 def new(type_name: str) -> Any:
