@@ -355,3 +355,46 @@ def test_a_spool_handed_over_by_pickling_is_owned_by_the_side_that_unpickles(
     del again
     gc.collect()
     assert not folder.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="owner locks are POSIX flock")
+def test_a_folder_handed_over_between_the_sweeps_look_and_its_lock_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from trajconv.snapshot import spool
+
+    folder = tmp_path / "trajconv-spool-handed"
+    folder.mkdir()
+    (folder / spool.OWNER).touch()
+    _backdate(folder)
+    real = fcntl.flock
+
+    def handed_over_meanwhile(fd: int, op: int) -> None:
+        os.utime(folder)  # what pickling does before the worker lets go
+        real(fd, op)
+
+    monkeypatch.setattr(spool.fcntl, "flock", handed_over_meanwhile)
+    assert sweep(tmp_path) == [] and folder.is_dir()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="owner locks are POSIX flock")
+def test_a_file_system_without_locks_still_spools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from trajconv.snapshot import spool
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(spool.fcntl, "flock", no_locks)
+    b = _builder()
+    b.add_text("user", "u", "hi", time=None, turn=None, evidence=_ev(1))
+    snap = b.build()
+    assert [r.text for r in snap.records] == ["hi"]
+    _backdate(b._spool.dir)
+    assert sweep(tmp_path) == []  # it cannot lock the folder either, so it leaves it

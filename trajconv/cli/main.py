@@ -287,13 +287,14 @@ def verify(file: Path, as_json: bool) -> None:
     if file.is_dir():
         _verify_store(file, as_json)
         return
-    snap = load_streamed(file)  # only a Snapshot that verifies comes back
+    resolve = artifact_resolver(file)  # a stored Snapshot's artifacts are in its store
+    snap = load_streamed(file) if resolve is None else None  # only one that verifies
     if snap is not None:
         report = io.VerifyReport(True, snap.id, len(snap.records), len(snap.artifacts))
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.parse_document(file.read_bytes(), str(file))
         io.validate_document(doc, str(file))
-        report = io.verify_document(doc, artifact_resolver(file))
+        report = io.verify_document(doc, resolve)
     if as_json:
         _emit_json(
             {

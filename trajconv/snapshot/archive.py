@@ -584,18 +584,19 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
                     "(trajconv archive log STORE lists them)"
                 )
             return store.load(store.resolve(session))
-    streamed = load_streamed(path)  # a file trajconv wrote, one record at a time
-    if streamed is not None:
-        return streamed
+    root = find_store(path)
+    if root is None:  # a file trajconv wrote, one record at a time (a stored one's
+        streamed = load_streamed(path)  # artifacts are beside it, in its store)
+        if streamed is not None:
+            return streamed
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror}") from None
     doc = snapio.parse_document(data, str(path))
-    if any(isinstance(a, dict) and a.get("data") is None for a in doc.get("artifacts", [])):
-        root = find_store(path)
-        if root is not None:
-            return _with_stored_artifacts(doc, root, str(path))
+    stored = (isinstance(a, dict) and a.get("data") is None for a in doc.get("artifacts", []))
+    if root is not None and any(stored):
+        return _with_stored_artifacts(doc, root, str(path))
     return snapio.validate_document(doc, str(path))
 
 

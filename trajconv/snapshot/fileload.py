@@ -11,13 +11,14 @@ no raw newline can be inside a JSON string) is read here instead, in one pass:
   tests, or pydantic strict), hashed into the chain and spooled as a reader's would
   be, and its ``hash`` and ``seq`` must be the ones the chain gives;
 * each artifact's ``data`` string is decoded in 1 MiB pieces into the spool (never
-  held whole, not even as one line) and must have its ``sha256`` and ``size``;
+  held whole, not even as one line) and must have its ``sha256`` and ``size``; the
+  artifacts must come in name order, each name once, as the writer puts them;
 * the id must be the one the content gives.
 
 So what it returns is a Snapshot that verifies, backed by a spool like a built one.
 Anything else (another layout, a broken hash, ``data: null``, an error the models
-name) gives ``None``, and the caller takes the whole-document path, whose checks and
-messages are the reference.
+name, an OSError reading it or writing the spool) gives ``None``, and the caller takes
+the whole-document path, whose checks and messages are the reference.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from typing import Any, BinaryIO
 import orjson
 from pydantic import ValidationError
 
-from trajconv.errors import FormatError
 from trajconv.snapshot import hashing
 from trajconv.snapshot.builder import ArtifactWriter, plain_record
 from trajconv.snapshot.models import (
@@ -57,6 +57,7 @@ from trajconv.snapshot.spool import (
 
 _LINE = 1 << 20  # a line of the document's frame longer than this is not the layout
 _TAIL = 64 << 20  # diagnostics and producer, after the artifacts
+_HEAD_LINES = 200  # format, id, source and session take about 20
 _RECORD = b"    {\n"
 _RECORD_END = (b"    },\n", b"    }\n")
 _DATA = b'      "data": '
@@ -164,11 +165,19 @@ def _string_bytes(parts: Iterator[bytes]) -> Iterator[bytes]:
 
 
 def _base64_bytes(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """Base64 decoded in pieces of whole 4-character groups; padding only at the very end
+    (decoding the whole string stops at the first padding, so one in the middle of it
+    would make the pieces say more than the document does)."""
     pending = b""
+    padded = False
     for piece in pieces:
+        if padded and piece:
+            raise _NotTheLayout
         pending += piece
         cut = len(pending) - len(pending) % 4
-        yield base64.b64decode(pending[:cut], validate=True)
+        block = pending[:cut]
+        padded = block.endswith(b"=")
+        yield base64.b64decode(block, validate=True)  # which allows "=" only at its end
         pending = pending[cut:]
     if pending:
         raise _NotTheLayout
@@ -201,6 +210,8 @@ class _Loader:
         head_lines = []
         while (line := self._line()) not in (b'  "records": [\n', b'  "records": [],\n'):
             head_lines.append(line)
+            if len(head_lines) > _HEAD_LINES:  # not a Snapshot's head: stop reading here
+                raise _NotTheLayout
         head = _object(head_lines)
         if tuple(head) != _HEAD or head["format"] != FORMAT:
             raise _NotTheLayout
@@ -209,9 +220,11 @@ class _Loader:
         source_json = source.model_dump(mode="json")
         digest = hashing.header_digest(FORMAT, source_json)
         records = RecordSpool(self._spool)
-        if line == b'  "records": [\n':
-            digest = self._records(records, digest)
-        log = records.close()
+        try:
+            if line == b'  "records": [\n':
+                digest = self._records(records, digest)
+        finally:
+            log = records.close()
         artifacts = self._artifacts() if self._member_start("artifacts") else ArtifactTable()
         art_log = ArtifactLog(artifacts, self._files, self._spool)
         tail = self._tail()
@@ -277,7 +290,7 @@ class _Loader:
             tag = hashing.tag(digest)
             if stated != tag:
                 raise _NotTheLayout
-            spool.append(rec, tag, checked=plain)
+            spool.append(rec, tag, checked=True)  # by plain_record or just now by the models
             seq += 1
             if line == b"    }\n":
                 break
@@ -289,6 +302,7 @@ class _Loader:
         table = ArtifactTable()
         path = self._spool.new_file("artifacts.bin")
         self._files.append(path)
+        last: str | None = None
         with path.open("wb") as pack:
             while True:
                 if self._line() != _RECORD:
@@ -302,6 +316,9 @@ class _Loader:
                 if tuple(meta) != _META:
                     raise _NotTheLayout
                 Artifact.model_validate({**meta, "data": None}, strict=True)
+                if last is not None and meta["name"] <= last:
+                    raise _NotTheLayout  # the writer sorts them; the table would sort them
+                last = meta["name"]
                 writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
                 for chunk in self._data(line[len(_DATA) :], meta["encoding"]):
                     writer.write(chunk)
@@ -344,9 +361,8 @@ def load_streamed(path: Path) -> Snapshot | None:
     try:
         with path.open("rb", buffering=CHUNK) as fh:
             return _Loader(fh).load()
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     except (
+        OSError,  # reading it, or the spool: the whole-document path reports the file's
         _NotTheLayout,
         orjson.JSONDecodeError,
         ValidationError,

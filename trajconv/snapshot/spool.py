@@ -49,11 +49,17 @@ SWEEP_UNOWNED_AFTER = 86_400.0
 
 def _own(folder: Path) -> int | None:
     """Hold a shared lock on ``folder``'s owner file while this process uses it (POSIX
-    ``flock``; a process holding it is alive). ``None`` where there is no ``fcntl``."""
+    ``flock``; a process holding it is alive). ``None`` where there is no ``fcntl`` or
+    the file system takes no locks (some NFS): a sweep cannot lock it either, so it
+    leaves the folder alone."""
     if fcntl is None:
         return None
     fd = os.open(folder / OWNER, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_SH)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return None
     return fd
 
 
@@ -93,6 +99,10 @@ def sweep(tmp: Path) -> list[Path]:
             try:
                 if fd is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: its owner lives
+                    # Its owner may have handed it over (renewing its time) and let go
+                    # since the first look: only a folder still old goes.
+                    if now - folder.lstat().st_mtime < SWEEP_AFTER:
+                        continue
                 shutil.rmtree(folder)
                 removed.append(folder)
             finally:
