@@ -11,6 +11,7 @@ in the same run and interleaved, each of these runs in its own subprocess:
               codec is registered);
 * ``write``   ``trajconv write --to fx SNAPSHOT``: the Snapshot file ``read`` makes
               (made once per dataset, outside the timed runs) written out again;
+* ``verify``  ``trajconv verify SNAPSHOT``: the same file's hashes checked;
 * ``prepare`` for Cursor stores: the ``prepare.py`` of a Cursor→Cursor export
               (made once per dataset, outside the timed runs) building the store;
 * peers, when installed: ``harness-convert`` (``hc convert --from grok``) on the
@@ -347,9 +348,11 @@ def rows_for(
                 [*write, "--cwd", info.get("cwd", "/srv/bench"), "-o", str(scratch / "out")],
             )
         )
-        if made_snapshot.returncode:  # the row reports it; the other rows still run
+        made.append(row("trajconv verify FILE", [tc, "verify", str(snapshot)]))
+        if made_snapshot.returncode:  # the rows report it; the other rows still run
             err = made_snapshot.stderr[-200:].decode(errors="replace").strip()
-            made[-1].failures.append(f"making the Snapshot file failed: {err}")
+            for using in made[-2:]:
+                using.failures.append(f"making the Snapshot file failed: {err}")
     if harness == "cursor" and codecs.get("cursor", {}).get("write"):
         # The store a user installs: prepare.py of an export made here, untimed.
         export = exports / name

@@ -22,9 +22,16 @@ from tests.helpers import FIXTURES
 from trajconv.errors import FormatError
 from trajconv.snapshot import hashing, io
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
-from trajconv.snapshot.fileload import _base64_bytes, _NotTheLayout, _string_bytes, load_streamed
+from trajconv.snapshot.fileload import (
+    Checked,
+    _base64_bytes,
+    _NotTheLayout,
+    _string_bytes,
+    load_streamed,
+    verify_streamed,
+)
 from trajconv.snapshot.models import FORMAT, Snapshot, Source
-from trajconv.snapshot.spool import CHUNK, RecordLog
+from trajconv.snapshot.spool import CHUNK, PREFIX, RecordLog
 
 CASES = (
     [
@@ -67,6 +74,8 @@ def _check_same(path: Path) -> Snapshot:
     whole = _whole(path)
     assert streamed == whole
     assert io.verify(streamed).ok
+    counts = Checked(whole.id, len(whole.records), len(whole.artifacts))
+    assert verify_streamed(path) == counts  # the check alone finds the same
     return streamed
 
 
@@ -189,6 +198,7 @@ def test_what_the_streamed_load_does_not_take_goes_to_the_whole_document_path(
     file = tmp_path / "snap.json"
     file.write_bytes(make(io.dumps(_built())))
     assert load_streamed(file) is None
+    assert verify_streamed(file) is None
 
 
 def test_the_rehashed_cases_are_refused_only_by_the_check_under_test(tmp_path: Path) -> None:
@@ -196,6 +206,19 @@ def test_the_rehashed_cases_are_refused_only_by_the_check_under_test(tmp_path: P
     file = tmp_path / "snap.json"
     file.write_bytes(_relaid(io.dumps(_built()), _rehashed(lambda doc: None)))
     assert load_streamed(file) == _built()
+
+
+def test_the_check_alone_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "snap.json"
+    io.dump(_built(), file)  # artifacts of several MiB
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    assert verify_streamed(file) == Checked(_built().id, 4, 3)
+    assert list(scratch.iterdir()) == []
+    loaded = load_streamed(file)  # where a load spools, for as long as it is held
+    assert loaded is not None
+    assert [p.name[: len(PREFIX)] for p in scratch.iterdir()] == [PREFIX]
 
 
 def test_base64_padding_is_only_taken_at_the_very_end() -> None:

@@ -282,15 +282,15 @@ def verify(file: Path, as_json: bool) -> None:
     """
     from trajconv.snapshot import io
     from trajconv.snapshot.archive import artifact_resolver
-    from trajconv.snapshot.fileload import load_streamed
+    from trajconv.snapshot.fileload import verify_streamed
 
     if file.is_dir():
         _verify_store(file, as_json)
         return
     resolve = artifact_resolver(file)  # a stored Snapshot's artifacts are in its store
-    snap = load_streamed(file) if resolve is None else None  # only one that verifies
-    if snap is not None:
-        report = io.VerifyReport(True, snap.id, len(snap.records), len(snap.artifacts))
+    checked = verify_streamed(file) if resolve is None else None  # only one that verifies
+    if checked is not None:
+        report = io.VerifyReport(True, checked.id, checked.records, checked.artifacts)
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.parse_document(file.read_bytes(), str(file))
         io.validate_document(doc, str(file))

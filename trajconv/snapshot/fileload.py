@@ -16,6 +16,9 @@ no raw newline can be inside a JSON string) is read here instead, in one pass:
 * the id must be the one the content gives.
 
 So what it returns is a Snapshot that verifies, backed by a spool like a built one.
+:func:`verify_streamed` makes the same checks and keeps nothing: no record is spooled
+and the artifacts' bytes are hashed, not written (``trajconv verify`` of that 212 MB
+file used to write a 212 MB copy to ``$TMPDIR`` while it checked).
 Anything else (another layout, a broken hash, ``data: null``, an error the models
 name, an OSError reading it or writing the spool) gives ``None``, and the caller takes
 the whole-document path, whose checks and messages are the reference.
@@ -25,7 +28,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -183,11 +188,25 @@ def _base64_bytes(pieces: Iterator[bytes]) -> Iterator[bytes]:
         raise _NotTheLayout
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`verify_streamed` counted in a file that verifies."""
+
+    id: str
+    records: int
+    artifacts: int
+
+
 class _Loader:
-    def __init__(self, fh: BinaryIO) -> None:
+    """One pass over the file. ``keep``: spool the records and the artifacts' bytes (a
+    load, whose Snapshot is ``snapshot`` after :meth:`read`), or only hash them (a check).
+    """
+
+    def __init__(self, fh: BinaryIO, *, keep: bool) -> None:
         self._fh = fh
-        self._spool = Spool()
+        self._spool = Spool() if keep else None
         self._files: list[Path] = []  # the artifact pack, when there are artifacts
+        self.snapshot: Snapshot | None = None
 
     def _line(self, limit: int = _LINE) -> bytes:
         line = self._fh.readline(limit)
@@ -204,7 +223,7 @@ class _Loader:
             return False
         raise _NotTheLayout
 
-    def load(self) -> Snapshot:
+    def read(self) -> Checked:
         if self._line() != b"{\n":
             raise _NotTheLayout
         head_lines = []
@@ -219,12 +238,13 @@ class _Loader:
         session = Session.model_validate(head["session"], strict=True)
         source_json = source.model_dump(mode="json")
         digest = hashing.header_digest(FORMAT, source_json)
-        records = RecordSpool(self._spool)
+        records = RecordSpool(self._spool) if self._spool is not None else None
+        count = 0
         try:
             if line == b'  "records": [\n':
-                digest = self._records(records, digest)
+                digest, count = self._records(records, digest)
         finally:
-            log = records.close()
+            log = records.close() if records is not None else None
         artifacts = self._artifacts() if self._member_start("artifacts") else ArtifactTable()
         art_log = ArtifactLog(artifacts, self._files, self._spool)
         tail = self._tail()
@@ -240,15 +260,17 @@ class _Loader:
         sid = hashing.snapshot_id(FORMAT, source_json, session_json, digest, art_log.metadata())
         if sid != head["id"]:
             raise _NotTheLayout
-        return Snapshot.model_construct(
-            id=sid,
-            source=source,
-            session=session,
-            records=log,
-            artifacts=art_log,
-            diagnostics=diagnostics,
-            producer=producer,
-        )
+        if log is not None:
+            self.snapshot = Snapshot.model_construct(
+                id=sid,
+                source=source,
+                session=session,
+                records=log,
+                artifacts=art_log,
+                diagnostics=diagnostics,
+                producer=producer,
+            )
+        return Checked(sid, count, len(art_log))
 
     def _tail(self) -> bytes:
         """The rest of the document (diagnostics, producer), read a piece at a time: a
@@ -264,7 +286,7 @@ class _Loader:
             raise _NotTheLayout
         return tail
 
-    def _records(self, spool: RecordSpool, digest: bytes) -> bytes:
+    def _records(self, spool: RecordSpool | None, digest: bytes) -> tuple[bytes, int]:
         readline = self._fh.readline
         adapter = _record_adapter()
         seq = 0
@@ -290,17 +312,18 @@ class _Loader:
             tag = hashing.tag(digest)
             if stated != tag:
                 raise _NotTheLayout
-            spool.append(rec, tag, checked=True)  # by plain_record or just now by the models
+            if spool is not None:  # checked by plain_record or just now by the models
+                spool.append(rec, tag, checked=True)
             seq += 1
             if line == b"    }\n":
                 break
         if self._line() != b"  ],\n":
             raise _NotTheLayout
-        return digest
+        return digest, seq
 
     def _artifacts(self) -> ArtifactTable:
         table = ArtifactTable()
-        path = self._spool.new_file("artifacts.bin")
+        path = Path(os.devnull) if self._spool is None else self._spool.new_file("artifacts.bin")
         self._files.append(path)
         last: str | None = None
         with path.open("wb") as pack:
@@ -358,9 +381,22 @@ class _Loader:
 def load_streamed(path: Path) -> Snapshot | None:
     """The Snapshot in ``path`` when it is laid out as trajconv writes it and verifies;
     ``None`` otherwise (see the module docstring)."""
+    found = _read(path, keep=True)
+    return found[0].snapshot if found is not None else None
+
+
+def verify_streamed(path: Path) -> Checked | None:
+    """What :func:`load_streamed` checks, keeping nothing: the id and counts of the
+    Snapshot in ``path`` when it is laid out as trajconv writes it and verifies."""
+    found = _read(path, keep=False)
+    return found[1] if found is not None else None
+
+
+def _read(path: Path, *, keep: bool) -> tuple[_Loader, Checked] | None:
     try:
         with path.open("rb", buffering=CHUNK) as fh:
-            return _Loader(fh).load()
+            loader = _Loader(fh, keep=keep)
+            return loader, loader.read()
     except (
         OSError,  # reading it, or the spool: the whole-document path reports the file's
         _NotTheLayout,
