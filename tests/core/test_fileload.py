@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -208,17 +209,22 @@ def test_the_rehashed_cases_are_refused_only_by_the_check_under_test(tmp_path: P
     assert load_streamed(file) == _built()
 
 
-def test_the_check_alone_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_check_alone_makes_no_spool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = _built()
     file = tmp_path / "snap.json"
-    io.dump(_built(), file)  # artifacts of several MiB
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(scratch))
-    assert verify_streamed(file) == Checked(_built().id, 4, 3)
-    assert list(scratch.iterdir()) == []
-    loaded = load_streamed(file)  # where a load spools, for as long as it is held
-    assert loaded is not None
-    assert [p.name[: len(PREFIX)] for p in scratch.iterdir()] == [PREFIX]
+    io.dump(built, file)  # artifacts of several MiB
+    made: list[str] = []  # a spool is removed once unused, so its making is what is seen
+    mkdtemp = tempfile.mkdtemp
+
+    def spy(prefix: str = "", **kw: Any) -> str:
+        made.append(prefix)
+        return mkdtemp(prefix=prefix, **kw)
+
+    monkeypatch.setattr("tempfile.mkdtemp", spy)
+    assert verify_streamed(file) == Checked(built.id, 4, 3)
+    assert made == []
+    assert load_streamed(file) == built
+    assert made == [PREFIX]
 
 
 def test_base64_padding_is_only_taken_at_the_very_end() -> None:
