@@ -616,6 +616,51 @@ def test_binary_artifacts_round_trip_through_the_store(tmp_path: Path) -> None:
     assert verify_store(tmp_path / "store").ok
 
 
+def test_stored_snapshots_are_checked_a_record_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adding a grown session and verifying the store read no stored document whole
+    (verify once held every document of the store at once); an index row that gives
+    the wrong count is named, and the relation of the next row is still checked."""
+    full = support.growing_snapshot()
+    prefix = support.rebuilt(full, support.first_turn_end(full))
+    store = tmp_path / "store"
+    whole: list[str] = []
+    real = io.parse_document
+
+    def counted(data: bytes, name: str) -> dict[str, object]:
+        whole.append(name)
+        return real(data, name)
+
+    monkeypatch.setattr(io, "parse_document", counted)
+    with Store.open(store, create=True, write=True) as st:
+        st.add(prefix, harness="x", session_id="s", fingerprint="1")
+        grown = st.add(full, harness="x", session_id="s", fingerprint="2")
+    assert grown.row.relation == "extends"
+    report = verify_store(store)
+    assert report.ok, report.problems
+    assert report.snapshots == 2 and report.index_rows == 2
+    assert whole == []
+
+    import sqlite3
+
+    con = sqlite3.connect(store / "index.sqlite")
+    con.execute("UPDATE archived SET records = records + 1 WHERE row = 1")
+    con.commit()
+    con.close()
+    report = verify_store(store)
+    assert report.problems == [
+        "index.sqlite row 1 (x s): records/last hash differ from the Snapshot"
+    ]
+    # a stored Snapshot whose artifact is damaged: the whole-document path names it
+    art = next((store / ARTIFACTS).iterdir())
+    art.write_bytes(art.read_bytes() + b"x")
+    doc = store / SNAPSHOTS / f"{full.id[7:]}.json"
+    result = CliRunner().invoke(cli, ["verify", str(doc)])
+    assert result.exit_code == 1 and "bytes do not match" in result.output + result.stderr
+    assert whole == [str(doc)]
+
+
 def test_two_runs_on_one_store_do_not_interleave(home: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with (

@@ -24,7 +24,6 @@ from trajconv.errors import FormatError
 from trajconv.snapshot import hashing, io
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
 from trajconv.snapshot.fileload import (
-    Checked,
     _base64_bytes,
     _NotTheLayout,
     _string_bytes,
@@ -75,8 +74,15 @@ def _check_same(path: Path) -> Snapshot:
     whole = _whole(path)
     assert streamed == whole
     assert io.verify(streamed).ok
-    counts = Checked(whole.id, len(whole.records), len(whole.artifacts))
-    assert verify_streamed(path) == counts  # the check alone finds the same
+    checked = verify_streamed(path)  # the check alone finds the same
+    assert checked is not None
+    assert (checked.id, checked.records, checked.artifacts) == (
+        whole.id,
+        len(whole.records),
+        len(whole.artifacts),
+    )
+    assert checked.last_hash == (whole.records[-1].hash if whole.records else None)
+    assert checked.digests == tuple(a.sha256 for a in whole.artifacts)
     return streamed
 
 
@@ -174,6 +180,20 @@ def _extra_member(doc: dict[str, Any]) -> None:
     doc["records"][0]["extra"] = 1
 
 
+# A member left out that the models default: they would fill it in and the hash would
+# match again, but the hash is over the members the file holds.
+def _defaulted_record_member(doc: dict[str, Any]) -> None:
+    del doc["records"][3]["result"]["truncated"]
+
+
+def _defaulted_session_member(doc: dict[str, Any]) -> None:
+    del doc["session"]["cwd"]
+
+
+def _session_changed(doc: dict[str, Any]) -> None:
+    doc["session"]["title"] = "changed"
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -184,6 +204,9 @@ def _extra_member(doc: dict[str, Any]) -> None:
             lambda d: _relaid(d, _rehashed(_extra_member)), id="a member the models refuse"
         ),
         pytest.param(lambda d: _relaid(d, _rehashed(_other_format)), id="another format"),
+        pytest.param(lambda d: _relaid(d, _defaulted_record_member), id="a record's default"),
+        pytest.param(lambda d: _relaid(d, _defaulted_session_member), id="a session default"),
+        pytest.param(lambda d: _relaid(d, _session_changed), id="a session fact changed"),
         # The id is over the artifacts in name order: out of order or twice, the id left
         # as it was would still match once they were sorted and put in a table.
         pytest.param(lambda d: _relaid(d, _swap_artifacts), id="artifacts out of order"),
@@ -221,7 +244,8 @@ def test_the_check_alone_makes_no_spool(tmp_path: Path, monkeypatch: pytest.Monk
         return mkdtemp(prefix=prefix, **kw)
 
     monkeypatch.setattr("tempfile.mkdtemp", spy)
-    assert verify_streamed(file) == Checked(built.id, 4, 3)
+    checked = verify_streamed(file)
+    assert checked is not None and (checked.id, checked.records) == (built.id, 4)
     assert made == []
     assert load_streamed(file) == built
     assert made == [PREFIX]

@@ -281,20 +281,20 @@ def verify(file: Path, as_json: bool) -> None:
     and the index are checked.
     """
     from trajconv.snapshot import io
-    from trajconv.snapshot.archive import artifact_resolver
+    from trajconv.snapshot.archive import artifact_check, artifact_resolver
     from trajconv.snapshot.fileload import verify_streamed
 
     if file.is_dir():
         _verify_store(file, as_json)
         return
-    resolve = artifact_resolver(file)  # a stored Snapshot's artifacts are in its store
-    checked = verify_streamed(file) if resolve is None else None  # only one that verifies
+    # a stored Snapshot's artifacts are in its store
+    checked = verify_streamed(file, stored=artifact_check(file))  # only one that verifies
     if checked is not None:
         report = io.VerifyReport(True, checked.id, checked.records, checked.artifacts)
     else:  # parsed whole, so the first broken record or artifact is named
-        doc = io.parse_document(file.read_bytes(), str(file))
+        doc = io.read_document(file)
         io.validate_document(doc, str(file))
-        report = io.verify_document(doc, resolve)
+        report = io.verify_document(doc, artifact_resolver(file))
     if as_json:
         _emit_json(
             {

@@ -33,7 +33,7 @@ import sqlite3
 import sys
 import tarfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -45,7 +45,7 @@ from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
 from trajconv.snapshot import hashing
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.builder import iso_ms
-from trajconv.snapshot.fileload import load_streamed
+from trajconv.snapshot.fileload import Checked, StoredCheck, load_streamed, verify_streamed
 from trajconv.snapshot.models import Artifact, Snapshot
 from trajconv.snapshot.spool import Blob
 
@@ -176,8 +176,11 @@ def id_hex(snapshot_id: str) -> str:
     return hexpart
 
 
-def relation_of(previous: Mapping[str, Any] | None, snapshot: Snapshot) -> tuple[Relation, bool]:
-    """How ``snapshot`` relates to the ``previous`` stored document of its session.
+def relation_of(
+    previous: Checked | None, current: Checked, hash_at: Callable[[int], str | None]
+) -> tuple[Relation, bool]:
+    """How ``current`` relates to the ``previous`` stored Snapshot of its session;
+    ``hash_at(i)``: ``current``'s record hash at position ``i``.
 
     ``extends`` when the previous record chain is a prefix of the new one: the old
     last record hash equals the new record hash at the same position (DESIGN §3).
@@ -187,20 +190,42 @@ def relation_of(previous: Mapping[str, Any] | None, snapshot: Snapshot) -> tuple
     """
     if previous is None:
         return "first", False
-    source = snapshot.source.model_dump(mode="json")
-    session = snapshot.session.model_dump(mode="json")
-    facts_changed = previous["source"] != source or previous["session"] != session
-    if previous["id"] == snapshot.id:
+    facts_changed = previous.source != current.source or previous.session != current.session
+    if previous.id == current.id:
         return "unchanged", False
-    old = previous["records"]
-    n = len(old)
-    if n > len(snapshot.records):
+    n = previous.records
+    if n > current.records:
         return "diverged", facts_changed
     if n == 0:
         return "extends", facts_changed
-    if snapshot.records[n - 1].hash == old[n - 1]["hash"]:
+    if hash_at(n - 1) == previous.last_hash:
         return "extends", facts_changed
     return "diverged", facts_changed
+
+
+def checked_of(snapshot: Snapshot) -> Checked:
+    """What :func:`relation_of` needs of a Snapshot in memory (no artifact digests)."""
+    n = len(snapshot.records)
+    return Checked(
+        snapshot.id,
+        n,
+        len(snapshot.artifacts),
+        snapshot.source.model_dump(mode="json"),
+        snapshot.session.model_dump(mode="json"),
+        {n - 1: snapshot.records[-1].hash} if n else {},
+    )
+
+
+def _checked_doc(doc: Mapping[str, Any], hashes_at: Collection[int] = ()) -> Checked:
+    """What :func:`relation_of` needs of a document parsed whole."""
+    records = doc["records"]
+    n = len(records)
+    picked = {i: records[i]["hash"] for i in hashes_at if 0 <= i < n}
+    if n:
+        picked[n - 1] = records[-1]["hash"]
+    arts = doc["artifacts"]
+    digests = tuple(a["sha256"] for a in arts)
+    return Checked(doc["id"], n, len(arts), doc["source"], doc["session"], picked, digests)
 
 
 def _ok() -> None:
@@ -376,8 +401,10 @@ class Store:
             raise UsageError(f"{self.root} was opened read-only")
         hexid = id_hex(snapshot.id)
         latest = self.latest(harness, session_id)
-        previous = self.document(latest.snapshot_id) if latest is not None else None
-        relation, facts_changed = relation_of(previous, snapshot)
+        previous = self._checked(latest.snapshot_id) if latest is not None else None
+        relation, facts_changed = relation_of(
+            previous, checked_of(snapshot), lambda i: snapshot.records[i].hash
+        )
         written = 0
         nbytes = 0
         for art in snapshot.artifacts:
@@ -496,12 +523,22 @@ class Store:
 
     def document(self, snapshot_id: str) -> dict[str, Any]:
         """The stored document as JSON (artifacts without ``data``)."""
+        return snapio.read_document(self.document_path(snapshot_id))
+
+    def _checked(self, snapshot_id: str) -> Checked:
+        """A stored Snapshot's id, facts and last hash, read a record at a time (its
+        artifacts need only be there); one that does not verify is read whole."""
         path = self.document_path(snapshot_id)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise FormatError(path, f"cannot read: {exc.strerror}") from None
-        return snapio.parse_document(data, str(path))
+        art_dir = self.root / ARTIFACTS
+
+        def there(sha256: str, size: int) -> bool:
+            try:
+                return bool(_HEX.match(sha256)) and (art_dir / sha256).stat().st_size == size
+            except OSError:
+                return False
+
+        found = verify_streamed(path, stored=there)
+        return found if found is not None else _checked_doc(self.document(snapshot_id))
 
     def load(self, snapshot_id: str, *, check: bool = True) -> Snapshot:
         """The Snapshot with its artifacts' bytes put back from the store.
@@ -589,11 +626,7 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
         streamed = load_streamed(path)  # artifacts are beside it, in its store)
         if streamed is not None:
             return streamed
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror}") from None
-    doc = snapio.parse_document(data, str(path))
+    doc = snapio.read_document(path)
     stored = (isinstance(a, dict) and a.get("data") is None for a in doc.get("artifacts", []))
     if root is not None and any(stored):
         return _with_stored_artifacts(doc, root, str(path))
@@ -615,6 +648,23 @@ def artifact_resolver(path: Path) -> snapio.ArtifactResolver | None:
             return None
 
     return resolve
+
+
+def artifact_check(path: Path) -> StoredCheck | None:
+    """For ``verify FILE``: a stored Snapshot's artifacts are checked in its store."""
+    root = find_store(path)
+    if root is None:
+        return None
+
+    def check(sha256: str, size: int) -> bool:
+        if not _HEX.match(sha256):
+            return False
+        try:
+            return _sha256_file(root / ARTIFACTS / sha256) == (sha256, size)
+        except OSError:
+            return False
+
+    return check
 
 
 def _sha256_file(path: Path) -> tuple[str, int]:
@@ -670,26 +720,61 @@ def verify_store(root: Path) -> StoreReport:
         report.problems.append(f"{MARKER}: missing or not {STORE_FORMAT!r}; not a trajconv store")
         return report
 
-    good_artifacts: set[str] = set()
+    good_artifacts: dict[str, int] = {}  # sha256: size
     art_dir = root / ARTIFACTS
     for path in sorted(art_dir.iterdir()) if art_dir.is_dir() else []:
         report.artifacts += 1
         if not _HEX.match(path.name) or not path.is_file():
             report.problems.append(f"{ARTIFACTS}/{path.name}: not a sha256-named file")
             continue
-        digest, _size = _sha256_file(path)
+        digest, size = _sha256_file(path)
         if digest != path.name:
             report.problems.append(f"{ARTIFACTS}/{path.name}: bytes do not match its sha256")
         else:
-            good_artifacts.add(path.name)
+            good_artifacts[path.name] = size
 
     def resolve(sha256: str) -> bytes | None:
         if sha256 not in good_artifacts:
             return None
         return (art_dir / sha256).read_bytes()
 
-    docs: dict[str, dict[str, Any]] = {}
+    def there(sha256: str, size: int) -> bool:
+        return good_artifacts.get(sha256) == size
+
+    # The index first, for the chain hash each Snapshot's check picks out: where the
+    # previous Snapshot of its session ended. Its problems are reported after the
+    # documents', as the rows are checked against them.
+    index = StoreReport(path=report.path)
+    rows = _check_index(root, index)
+    claimed = {row.snapshot_id: row.records for row in rows}
+    wanted: dict[str, set[int]] = {}
+    for row in rows:
+        ended = claimed.get(row.previous_id) if row.previous_id else None
+        if ended:
+            wanted.setdefault(row.snapshot_id, set()).add(ended - 1)
+
+    # Only what the checks of the index need is kept of each document, so memory does
+    # not grow with the Snapshots' size.
+    docs: dict[str, tuple[Checked, Path]] = {}
     referenced: set[str] = set()
+
+    def check(path: Path, rel: str, hashes_at: Collection[int]) -> Checked | None:
+        """The document a record at a time; one that does not verify so is parsed
+        whole, which names its problems."""
+        found = verify_streamed(path, stored=there, hashes_at=hashes_at)
+        if found is not None:
+            return found
+        try:
+            doc = snapio.parse_document(path.read_bytes(), rel)
+            snapio.validate_document(doc, rel)
+        except (FormatError, OSError) as exc:
+            report.problems.append(str(exc))
+            return None
+        result = snapio.verify_document(doc, resolve)
+        report.problems.extend(f"{rel}: {p}" for p in result.problems)
+        referenced.update(a["sha256"] for a in doc["artifacts"])
+        return _checked_doc(doc, hashes_at) if result.ok else None
+
     snap_dir = root / SNAPSHOTS
     for path in sorted(snap_dir.iterdir()) if snap_dir.is_dir() else []:
         report.snapshots += 1
@@ -697,21 +782,16 @@ def verify_store(root: Path) -> StoreReport:
         if not (path.name.endswith(".json") and _HEX.match(path.name[:-5])):
             report.problems.append(f"{rel}: not a <sha256>.json Snapshot file")
             continue
-        try:
-            doc = snapio.parse_document(path.read_bytes(), rel)
-            snapio.validate_document(doc, rel)
-        except (FormatError, OSError) as exc:
-            report.problems.append(str(exc))
+        named = hashing.PREFIX + path.name[:-5]
+        found = check(path, rel, wanted.get(named, ()))
+        if found is None:
             continue
-        result = snapio.verify_document(doc, resolve)
-        report.problems.extend(f"{rel}: {p}" for p in result.problems)
-        if doc["id"] != hashing.PREFIX + path.name[:-5]:
-            report.problems.append(f"{rel}: holds {doc['id']}")
-        referenced.update(a["sha256"] for a in doc["artifacts"])
-        if result.ok:
-            docs[doc["id"]] = doc
+        if found.id != named:
+            report.problems.append(f"{rel}: holds {found.id}")
+        referenced.update(found.digests)
+        docs[found.id] = (found, path)
 
-    rows = _check_index(root, report)
+    report.problems.extend(index.problems)
     report.index_rows = len(rows)
     latest: dict[tuple[str, str], IndexRow] = {}
     for i, row in enumerate(rows, 1):
@@ -731,14 +811,20 @@ def verify_store(root: Path) -> StoreReport:
         if row.relation not in RELATIONS:
             report.problems.append(f"{where}: unknown relation {row.relation!r}")
             continue
-        last = stored["records"][-1]["hash"] if stored["records"] else None
-        if row.records != len(stored["records"]) or row.last_hash != last:
+        current, path = stored
+        if row.records != current.records or row.last_hash != current.last_hash:
             report.problems.append(f"{where}: records/last hash differ from the Snapshot")
-        prev_doc = docs.get(row.previous_id) if row.previous_id else None
-        if row.previous_id is not None and prev_doc is None:
+        prev = docs.get(row.previous_id) if row.previous_id else None
+        if row.previous_id is not None and prev is None:
             continue  # reported when that row was checked
-        snap = Snapshot.model_validate(hydrate_stub(stored))
-        relation, _facts = relation_of(prev_doc, snap)
+
+        def hash_at(i: int, current: Checked = current, path: Path = path) -> str | None:
+            if i not in current.hashes:  # the index gave another count: read it again
+                again = check(path, f"{SNAPSHOTS}/{path.name}", (i,))
+                return again.hashes.get(i) if again is not None else None
+            return current.hashes[i]
+
+        relation, _facts = relation_of(prev[0] if prev else None, current, hash_at)
         if relation != row.relation:
             report.problems.append(
                 f"{where}: recorded as {row.relation}, the Snapshots say {relation}"
@@ -751,7 +837,7 @@ def verify_store(root: Path) -> StoreReport:
             f"{len(loose)} complete Snapshot(s) not in the index yet (an interrupted run; "
             "the next archive run indexes them)"
         )
-    unused = good_artifacts - referenced
+    unused = good_artifacts.keys() - referenced
     if unused:
         report.notes.append(f"{len(unused)} artifact(s) no Snapshot references (harmless)")
     tmp = root / TMP
@@ -759,11 +845,6 @@ def verify_store(root: Path) -> StoreReport:
     if leftovers:
         report.notes.append(f"{len(leftovers)} unfinished write(s) in {TMP}/ (safe to delete)")
     return report
-
-
-def hydrate_stub(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """``doc`` as model input without artifact bytes (relations need records only)."""
-    return {**doc, "artifacts": [{**a, "data": None} for a in doc["artifacts"]]}
 
 
 # -- moving a store as one file ------------------------------------------------------------

@@ -18,7 +18,11 @@ no raw newline can be inside a JSON string) is read here instead, in one pass:
 So what it returns is a Snapshot that verifies, backed by a spool like a built one.
 :func:`verify_streamed` makes the same checks and keeps nothing: no record is spooled
 and the artifacts' bytes are hashed, not written (``trajconv verify`` of that 212 MB
-file used to write a 212 MB copy to ``$TMPDIR`` while it checked).
+file used to write a 212 MB copy to ``$TMPDIR`` while it checked). It also checks a
+Snapshot an archive store keeps, whose artifacts (``data: null``) are files of the
+store, and picks out the chain hashes the store's history checks need: a store's
+verify parsed each document whole and held them all (43 s and 586 MB for the one
+Snapshot of that Copilot session).
 Anything else (another layout, a broken hash, ``data: null``, an error the models
 name, an OSError reading it or writing the spool) gives ``None``, and the caller takes
 the whole-document path, whose checks and messages are the reference.
@@ -28,8 +32,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
-from collections.abc import Iterator
+import io
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -66,6 +70,7 @@ _HEAD_LINES = 200  # format, id, source and session take about 20
 _RECORD = b"    {\n"
 _RECORD_END = (b"    },\n", b"    }\n")
 _DATA = b'      "data": '
+_STORED = b"null\n"  # an archive store's Snapshot: the artifact is a file of the store
 _HEAD = ("format", "id", "source", "session")
 _FOOT = ("diagnostics", "producer")
 _META = ("name", "media_type", "sha256", "size", "encoding")
@@ -188,13 +193,34 @@ def _base64_bytes(pieces: Iterator[bytes]) -> Iterator[bytes]:
         raise _NotTheLayout
 
 
+#: Whether an artifact kept beside the document (sha256, size) is there, whole.
+StoredCheck = Callable[[str, int], bool]
+
+
+class _Discard(io.BytesIO):
+    """Where a check's artifact bytes go: nowhere (``ArtifactWriter`` hashes them)."""
+
+    def write(self, data: Any) -> int:
+        return len(data)
+
+
 @dataclass(frozen=True)
 class Checked:
-    """What :func:`verify_streamed` counted in a file that verifies."""
+    """What :func:`verify_streamed` found in a file that verifies."""
 
     id: str
     records: int
     artifacts: int
+    source: dict[str, Any]
+    session: dict[str, Any]
+    hashes: dict[int, str]
+    """The chain hashes at the positions asked for, and the last record's."""
+    digests: tuple[str, ...] = ()
+    """The artifacts' sha256, in name order (a check gives them)."""
+
+    @property
+    def last_hash(self) -> str | None:
+        return self.hashes[self.records - 1] if self.records else None
 
 
 class _Loader:
@@ -202,10 +228,20 @@ class _Loader:
     load, whose Snapshot is ``snapshot`` after :meth:`read`), or only hash them (a check).
     """
 
-    def __init__(self, fh: BinaryIO, *, keep: bool) -> None:
+    def __init__(
+        self,
+        fh: BinaryIO,
+        *,
+        keep: bool,
+        stored: StoredCheck | None = None,
+        hashes_at: Collection[int] = (),
+    ) -> None:
         self._fh = fh
         self._spool = Spool() if keep else None
-        self._files: list[Path] = []  # the artifact pack, when there are artifacts
+        self._stored = stored  # only for a check: a load needs the artifacts' bytes
+        self._hashes_at = hashes_at
+        self._hashes: dict[int, str] = {}
+        self._files: list[Path] = []  # the artifact pack, when artifacts are kept
         self.snapshot: Snapshot | None = None
 
     def _line(self, limit: int = _LINE) -> bytes:
@@ -237,12 +273,16 @@ class _Loader:
         source = Source.model_validate(head["source"], strict=True)
         session = Session.model_validate(head["session"], strict=True)
         source_json = source.model_dump(mode="json")
+        session_json = session.model_dump(mode="json")
+        if source_json != head["source"] or session_json != head["session"]:
+            raise _NotTheLayout  # a member left to its default: the id is over the members
         digest = hashing.header_digest(FORMAT, source_json)
         records = RecordSpool(self._spool) if self._spool is not None else None
         count = 0
         try:
             if line == b'  "records": [\n':
                 digest, count = self._records(records, digest)
+                self._hashes[count - 1] = hashing.tag(digest)
         finally:
             log = records.close() if records is not None else None
         artifacts = self._artifacts() if self._member_start("artifacts") else ArtifactTable()
@@ -256,7 +296,6 @@ class _Loader:
             for d in foot["diagnostics"]
         )
         producer = Producer.model_validate(foot["producer"], strict=True)
-        session_json = session.model_dump(mode="json")
         sid = hashing.snapshot_id(FORMAT, source_json, session_json, digest, art_log.metadata())
         if sid != head["id"]:
             raise _NotTheLayout
@@ -270,7 +309,8 @@ class _Loader:
                 diagnostics=diagnostics,
                 producer=producer,
             )
-        return Checked(sid, count, len(art_log))
+        digests = tuple(m["sha256"] for m in art_log.metadata())
+        return Checked(sid, count, len(art_log), source_json, session_json, self._hashes, digests)
 
     def _tail(self) -> bytes:
         """The rest of the document (diagnostics, producer), read a piece at a time: a
@@ -306,12 +346,17 @@ class _Loader:
             plain = plain_record(rec) and _in_model_order(rec)
             if not plain:  # through the models, which also put the members in order
                 model = adapter.validate_python({**rec, "hash": stated}, strict=True)
-                rec = adapter.dump_python(model, mode="json")
-                del rec["hash"]
+                ordered = adapter.dump_python(model, mode="json")
+                del ordered["hash"]
+                if ordered != rec:  # a member left to its default: the hash is over the members
+                    raise _NotTheLayout
+                rec = ordered
             digest = hashing.record_digest(digest, rec, plain=plain)
             tag = hashing.tag(digest)
             if stated != tag:
                 raise _NotTheLayout
+            if seq in self._hashes_at:
+                self._hashes[seq] = tag
             if spool is not None:  # checked by plain_record or just now by the models
                 spool.append(rec, tag, checked=True)
             seq += 1
@@ -323,10 +368,14 @@ class _Loader:
 
     def _artifacts(self) -> ArtifactTable:
         table = ArtifactTable()
-        path = Path(os.devnull) if self._spool is None else self._spool.new_file("artifacts.bin")
-        self._files.append(path)
+        if self._spool is None:
+            pack: BinaryIO = _Discard()  # a check: the bytes are hashed, not kept
+        else:
+            path = self._spool.new_file("artifacts.bin")
+            self._files.append(path)
+            pack = path.open("wb")
         last: str | None = None
-        with path.open("wb") as pack:
+        with pack:
             while True:
                 if self._line() != _RECORD:
                     raise _NotTheLayout
@@ -342,13 +391,21 @@ class _Loader:
                 if last is not None and meta["name"] <= last:
                     raise _NotTheLayout  # the writer sorts them; the table would sort them
                 last = meta["name"]
-                writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
-                for chunk in self._data(line[len(_DATA) :], meta["encoding"]):
-                    writer.write(chunk)
-                name, media, sha256, size, _enc, file, offset = writer.finish(meta["media_type"], 0)
-                if sha256 != meta["sha256"] or size != meta["size"]:
-                    raise _NotTheLayout
-                table.put((name, media, sha256, size, meta["encoding"], file, offset))
+                if line[len(_DATA) :] == _STORED:
+                    if self._stored is None or not self._stored(meta["sha256"], meta["size"]):
+                        raise _NotTheLayout
+                    stub = (meta["media_type"], meta["sha256"], meta["size"], meta["encoding"])
+                    table.put((last, *stub, 0, 0))  # nothing to read it from: a check only
+                else:
+                    writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
+                    for chunk in self._data(line[len(_DATA) :], meta["encoding"]):
+                        writer.write(chunk)
+                    name, media, sha256, size, _enc, file, offset = writer.finish(
+                        meta["media_type"], 0
+                    )
+                    if sha256 != meta["sha256"] or size != meta["size"]:
+                        raise _NotTheLayout
+                    table.put((name, media, sha256, size, meta["encoding"], file, offset))
                 end = self._line()
                 if end == b"    }\n":
                     break
@@ -385,17 +442,23 @@ def load_streamed(path: Path) -> Snapshot | None:
     return found[0].snapshot if found is not None else None
 
 
-def verify_streamed(path: Path) -> Checked | None:
-    """What :func:`load_streamed` checks, keeping nothing: the id and counts of the
-    Snapshot in ``path`` when it is laid out as trajconv writes it and verifies."""
-    found = _read(path, keep=False)
+def verify_streamed(
+    path: Path, *, stored: StoredCheck | None = None, hashes_at: Collection[int] = ()
+) -> Checked | None:
+    """What :func:`load_streamed` checks, keeping nothing, when the Snapshot in ``path``
+    is laid out as trajconv writes it and verifies; ``None`` otherwise.
+
+    ``stored``: a stored Snapshot's artifacts are beside it; this says whether each is
+    there, whole. ``hashes_at``: the record positions whose chain hashes to give.
+    """
+    found = _read(path, keep=False, stored=stored, hashes_at=hashes_at)
     return found[1] if found is not None else None
 
 
-def _read(path: Path, *, keep: bool) -> tuple[_Loader, Checked] | None:
+def _read(path: Path, *, keep: bool, **check: Any) -> tuple[_Loader, Checked] | None:
     try:
         with path.open("rb", buffering=CHUNK) as fh:
-            loader = _Loader(fh, keep=keep)
+            loader = _Loader(fh, keep=keep, **check)
             return loader, loader.read()
     except (
         OSError,  # reading it, or the spool: the whole-document path reports the file's

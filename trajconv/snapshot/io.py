@@ -149,6 +149,15 @@ def loads(data: bytes, name: str = "<snapshot>") -> Snapshot:
     return validate_document(parse_document(data, name), name)
 
 
+def read_document(path: Path) -> dict[str, Any]:
+    """A Snapshot file parsed whole; an unreadable one is a FormatError naming it."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror}") from None
+    return parse_document(data, str(path))
+
+
 def load(path: Path) -> Snapshot:
     """A Snapshot file: read a record and a chunk at a time when it is laid out as
     :func:`write` lays it out and verifies (``fileload``), else parsed whole and checked."""
@@ -157,11 +166,7 @@ def load(path: Path) -> Snapshot:
     streamed = load_streamed(path)
     if streamed is not None:
         return streamed
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror}") from None
-    return loads(data, str(path))
+    return validate_document(read_document(path), str(path))
 
 
 @dataclass
