@@ -15,6 +15,7 @@ import tarfile
 import textwrap
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -620,8 +621,11 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Adding a grown session and verifying the store read no stored document whole
-    (verify once held every document of the store at once); an index row that gives
-    the wrong count is named, and the relation of the next row is still checked."""
+    (verify once held every document of the store at once), and verify reads each
+    once; an index row that gives the wrong count is named, and the relation of the
+    next row is still checked."""
+    from trajconv.snapshot import archive as store_module
+
     full = support.growing_snapshot()
     prefix = support.rebuilt(full, support.first_turn_end(full))
     store = tmp_path / "store"
@@ -637,10 +641,19 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
         st.add(prefix, harness="x", session_id="s", fingerprint="1")
         grown = st.add(full, harness="x", session_id="s", fingerprint="2")
     assert grown.row.relation == "extends"
+    streamed: list[str] = []
+    check = store_module.verify_streamed
+
+    def reads(path: Path, **kw: Any) -> Any:
+        streamed.append(path.name)
+        return check(path, **kw)
+
+    monkeypatch.setattr(store_module, "verify_streamed", reads)
     report = verify_store(store)
     assert report.ok, report.problems
     assert report.snapshots == 2 and report.index_rows == 2
     assert whole == []
+    assert sorted(streamed) == sorted(p.name for p in (store / SNAPSHOTS).iterdir())
 
     import sqlite3
 
@@ -652,6 +665,11 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     assert report.problems == [
         "index.sqlite row 1 (x s): records/last hash differ from the Snapshot"
     ]
+    con = sqlite3.connect(store / "index.sqlite")
+    con.execute("UPDATE archived SET records = 'many' WHERE row = 1")  # SQLite keeps it
+    con.commit()
+    con.close()
+    assert verify_store(store).problems == report.problems
     # a stored Snapshot whose artifact is damaged: the whole-document path names it
     art = next((store / ARTIFACTS).iterdir())
     art.write_bytes(art.read_bytes() + b"x")
@@ -659,6 +677,26 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     result = CliRunner().invoke(cli, ["verify", str(doc)])
     assert result.exit_code == 1 and "bytes do not match" in result.output + result.stderr
     assert whole == [str(doc)]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_stored_snapshot_under_another_name_is_named(tmp_path: Path, broken: bool) -> None:
+    snap = support.growing_snapshot()
+    store = tmp_path / "store"
+    with Store.open(store, create=True, write=True) as st:
+        st.add(snap, harness="x", session_id="s", fingerprint="1")
+    doc = store / SNAPSHOTS / f"{snap.id[7:]}.json"
+    moved = doc.with_name("0" * 64 + ".json")
+    data = doc.read_bytes()
+    if broken:  # whole-document path: what is broken, and the name, are both reported
+        first = snap.records[0]
+        assert first.kind == "user"
+        data = data.replace(orjson.dumps(first.text), orjson.dumps(first.text + "!"), 1)
+    moved.write_bytes(data)
+    doc.unlink()
+    problems = verify_store(store).problems
+    assert f"{SNAPSHOTS}/{moved.name}: holds {snap.id}" in problems
+    assert any("hash does not match" in p for p in problems) == broken
 
 
 def test_two_runs_on_one_store_do_not_interleave(home: Path, tmp_path: Path) -> None:

@@ -263,6 +263,28 @@ def test_a_missing_file_is_the_whole_document_paths_to_report(tmp_path: Path) ->
         io.load(tmp_path / "nothing.json")
 
 
+def test_verify_names_a_file_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from trajconv.cli.main import cli
+
+    file = tmp_path / "snap.json"
+    io.dump(_built(), file)
+    real = Path.open
+
+    def refused(self: Path, *a: Any, **k: Any) -> Any:
+        if self == file:
+            raise PermissionError(13, "Permission denied")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "open", refused)  # read_bytes opens it too
+    result = CliRunner().invoke(cli, ["verify", str(file)])
+    assert result.exit_code == 1
+    assert f"{file}: cannot read: Permission denied" in result.output + result.stderr
+
+
 def test_a_broken_record_is_still_named_by_verify(tmp_path: Path) -> None:
     from click.testing import CliRunner
 

@@ -750,7 +750,7 @@ def verify_store(root: Path) -> StoreReport:
     wanted: dict[str, set[int]] = {}
     for row in rows:
         ended = claimed.get(row.previous_id) if row.previous_id else None
-        if ended:
+        if type(ended) is int and ended > 0:  # a hand-edited index may hold anything
             wanted.setdefault(row.snapshot_id, set()).add(ended - 1)
 
     # Only what the checks of the index need is kept of each document, so memory does
@@ -758,22 +758,30 @@ def verify_store(root: Path) -> StoreReport:
     docs: dict[str, tuple[Checked, Path]] = {}
     referenced: set[str] = set()
 
-    def check(path: Path, rel: str, hashes_at: Collection[int]) -> Checked | None:
+    def check(path: Path, hashes_at: Collection[int], *, again: bool = False) -> Checked | None:
         """The document a record at a time; one that does not verify so is parsed
-        whole, which names its problems."""
+        whole, which names its problems (``again``: named already)."""
+        rel = f"{SNAPSHOTS}/{path.name}"
+        named = hashing.PREFIX + path.name[:-5]
         found = verify_streamed(path, stored=there, hashes_at=hashes_at)
         if found is not None:
-            return found
-        try:
-            doc = snapio.parse_document(path.read_bytes(), rel)
-            snapio.validate_document(doc, rel)
-        except (FormatError, OSError) as exc:
-            report.problems.append(str(exc))
-            return None
-        result = snapio.verify_document(doc, resolve)
-        report.problems.extend(f"{rel}: {p}" for p in result.problems)
-        referenced.update(a["sha256"] for a in doc["artifacts"])
-        return _checked_doc(doc, hashes_at) if result.ok else None
+            doc_id, digests = found.id, found.digests
+        else:
+            try:
+                doc = snapio.parse_document(path.read_bytes(), rel)
+                snapio.validate_document(doc, rel)
+            except (FormatError, OSError) as exc:
+                report.problems.append(str(exc))
+                return None
+            result = snapio.verify_document(doc, resolve)
+            if not again:
+                report.problems.extend(f"{rel}: {p}" for p in result.problems)
+            doc_id, digests = doc["id"], tuple(a["sha256"] for a in doc["artifacts"])
+            found = _checked_doc(doc, hashes_at) if result.ok else None
+        if doc_id != named and not again:
+            report.problems.append(f"{rel}: holds {doc_id}")
+        referenced.update(digests)
+        return found
 
     snap_dir = root / SNAPSHOTS
     for path in sorted(snap_dir.iterdir()) if snap_dir.is_dir() else []:
@@ -782,14 +790,9 @@ def verify_store(root: Path) -> StoreReport:
         if not (path.name.endswith(".json") and _HEX.match(path.name[:-5])):
             report.problems.append(f"{rel}: not a <sha256>.json Snapshot file")
             continue
-        named = hashing.PREFIX + path.name[:-5]
-        found = check(path, rel, wanted.get(named, ()))
-        if found is None:
-            continue
-        if found.id != named:
-            report.problems.append(f"{rel}: holds {found.id}")
-        referenced.update(found.digests)
-        docs[found.id] = (found, path)
+        found = check(path, wanted.get(hashing.PREFIX + path.name[:-5], ()))
+        if found is not None:
+            docs[found.id] = (found, path)
 
     report.problems.extend(index.problems)
     report.index_rows = len(rows)
@@ -820,8 +823,8 @@ def verify_store(root: Path) -> StoreReport:
 
         def hash_at(i: int, current: Checked = current, path: Path = path) -> str | None:
             if i not in current.hashes:  # the index gave another count: read it again
-                again = check(path, f"{SNAPSHOTS}/{path.name}", (i,))
-                return again.hashes.get(i) if again is not None else None
+                reread = check(path, (i,), again=True)
+                return reread.hashes.get(i) if reread is not None else None
             return current.hashes[i]
 
         relation, _facts = relation_of(prev[0] if prev else None, current, hash_at)

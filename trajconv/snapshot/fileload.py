@@ -23,9 +23,10 @@ Snapshot an archive store keeps, whose artifacts (``data: null``) are files of t
 store, and picks out the chain hashes the store's history checks need: a store's
 verify parsed each document whole and held them all (43 s and 586 MB for the one
 Snapshot of that Copilot session).
-Anything else (another layout, a broken hash, ``data: null``, an error the models
-name, an OSError reading it or writing the spool) gives ``None``, and the caller takes
-the whole-document path, whose checks and messages are the reference.
+Anything else (another layout, a broken hash, ``data: null`` where no store is given,
+a member the models would fill in or change, an error the models name, an OSError
+reading it or writing the spool) gives ``None``, and the caller takes the
+whole-document path, whose checks and messages are the reference.
 """
 
 from __future__ import annotations
@@ -206,7 +207,8 @@ class _Discard(io.BytesIO):
 
 @dataclass(frozen=True)
 class Checked:
-    """What :func:`verify_streamed` found in a file that verifies."""
+    """What :func:`verify_streamed` found in a file that verifies; the archive also
+    makes one of a Snapshot in memory or of a document parsed whole, for relations."""
 
     id: str
     records: int
@@ -455,10 +457,16 @@ def verify_streamed(
     return found[1] if found is not None else None
 
 
-def _read(path: Path, *, keep: bool, **check: Any) -> tuple[_Loader, Checked] | None:
+def _read(
+    path: Path,
+    *,
+    keep: bool,
+    stored: StoredCheck | None = None,
+    hashes_at: Collection[int] = (),
+) -> tuple[_Loader, Checked] | None:
     try:
         with path.open("rb", buffering=CHUNK) as fh:
-            loader = _Loader(fh, keep=keep, **check)
+            loader = _Loader(fh, keep=keep, stored=stored, hashes_at=hashes_at)
             return loader, loader.read()
     except (
         OSError,  # reading it, or the spool: the whole-document path reports the file's
