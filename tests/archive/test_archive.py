@@ -27,7 +27,7 @@ from tests.helpers import REPO, fingerprint
 from trajconv.archive import Outcome, Summary, archive
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
-from trajconv.errors import FormatError, RefusedError
+from trajconv.errors import FormatError, RefusedError, VerifyError
 from trajconv.snapshot import io
 from trajconv.snapshot.archive import (
     ARTIFACTS,
@@ -654,6 +654,12 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     assert report.snapshots == 2 and report.index_rows == 2
     assert whole == []
     assert sorted(streamed) == sorted(p.name for p in (store / SNAPSHOTS).iterdir())
+    # loaded back (convert STORE --session, convert FILE) the same way, artifacts and all
+    with Store.open(store) as st:
+        loaded = st.load(full.id)
+    doc = store / SNAPSHOTS / f"{full.id[7:]}.json"
+    assert io.dumps(loaded) == io.dumps(load_input(doc)) == io.dumps(full)
+    assert full.artifacts and whole == []
 
     import sqlite3
 
@@ -673,10 +679,11 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     # a stored Snapshot whose artifact is damaged: the whole-document path names it
     art = next((store / ARTIFACTS).iterdir())
     art.write_bytes(art.read_bytes() + b"x")
-    doc = store / SNAPSHOTS / f"{full.id[7:]}.json"
     result = CliRunner().invoke(cli, ["verify", str(doc)])
     assert result.exit_code == 1 and "bytes do not match" in result.output + result.stderr
     assert whole == [str(doc)]
+    with Store.open(store) as st, pytest.raises(VerifyError, match="bytes do not match"):
+        st.load(full.id)
 
 
 @pytest.mark.parametrize("broken", [False, True])

@@ -531,28 +531,31 @@ class Store:
         path = self.document_path(snapshot_id)
         art_dir = self.root / ARTIFACTS
 
-        def there(sha256: str, size: int) -> bool:
+        def there(sha256: str, size: int) -> Path | None:
+            path = art_dir / sha256
             try:
-                return bool(_HEX.match(sha256)) and (art_dir / sha256).stat().st_size == size
+                return path if _HEX.match(sha256) and path.stat().st_size == size else None
             except OSError:
-                return False
+                return None
 
         found = verify_streamed(path, stored=there)
         return found if found is not None else _checked_doc(self.document(snapshot_id))
 
-    def load(self, snapshot_id: str, *, check: bool = True) -> Snapshot:
-        """The Snapshot with its artifacts' bytes put back from the store.
-
-        ``check`` recomputes its hashes (an archive may have been tampered with).
-        """
-        name = str(self.document_path(snapshot_id))
+    def load(self, snapshot_id: str) -> Snapshot:
+        """The Snapshot with its artifacts' bytes put back from the store, its hashes
+        checked (an archive may have been tampered with): a record and a chunk at a
+        time when it verifies so, else parsed whole, which names what is wrong."""
+        path = self.document_path(snapshot_id)
+        streamed = load_streamed(path, stored=_checked_in(self.root))
+        if streamed is not None and streamed.id == snapshot_id:
+            return streamed
+        name = str(path)
         snap = _with_stored_artifacts(self.document(snapshot_id), self.root, name)
         if snap.id != snapshot_id:
             raise VerifyError(f"{name}: holds {snap.id}, not {snapshot_id}")
-        if check:
-            report = snapio.verify(snap)
-            if not report.ok:
-                raise VerifyError(f"{name}: " + "; ".join(report.problems))
+        report = snapio.verify(snap)
+        if not report.ok:
+            raise VerifyError(f"{name}: " + "; ".join(report.problems))
         return snap
 
     def resolve(self, ref: str) -> str:
@@ -621,11 +624,12 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
                     "(trajconv archive log STORE lists them)"
                 )
             return store.load(store.resolve(session))
+    # a file trajconv wrote, one record at a time (a stored one's artifacts are beside
+    # it, in its store)
+    streamed = load_streamed(path, stored=artifact_check(path))
+    if streamed is not None:
+        return streamed
     root = find_store(path)
-    if root is None:  # a file trajconv wrote, one record at a time (a stored one's
-        streamed = load_streamed(path)  # artifacts are beside it, in its store)
-        if streamed is not None:
-            return streamed
     doc = snapio.read_document(path)
     stored = (isinstance(a, dict) and a.get("data") is None for a in doc.get("artifacts", []))
     if root is not None and any(stored):
@@ -651,18 +655,20 @@ def artifact_resolver(path: Path) -> snapio.ArtifactResolver | None:
 
 
 def artifact_check(path: Path) -> StoredCheck | None:
-    """For ``verify FILE``: a stored Snapshot's artifacts are checked in its store."""
+    """For a stored Snapshot file: its artifacts are checked in its store."""
     root = find_store(path)
-    if root is None:
-        return None
+    return None if root is None else _checked_in(root)
 
-    def check(sha256: str, size: int) -> bool:
-        if not _HEX.match(sha256):
-            return False
+
+def _checked_in(root: Path) -> StoredCheck:
+    """The store file of an artifact whose bytes have its sha256 and size."""
+
+    def check(sha256: str, size: int) -> Path | None:
+        path = root / ARTIFACTS / sha256
         try:
-            return _sha256_file(root / ARTIFACTS / sha256) == (sha256, size)
+            return path if _HEX.match(sha256) and _sha256_file(path) == (sha256, size) else None
         except OSError:
-            return False
+            return None
 
     return check
 
@@ -738,8 +744,8 @@ def verify_store(root: Path) -> StoreReport:
             return None
         return (art_dir / sha256).read_bytes()
 
-    def there(sha256: str, size: int) -> bool:
-        return good_artifacts.get(sha256) == size
+    def there(sha256: str, size: int) -> Path | None:
+        return art_dir / sha256 if good_artifacts.get(sha256) == size else None
 
     # The index first, for the chain hash each Snapshot's check picks out: where the
     # previous Snapshot of its session ended. Its problems are reported after the

@@ -194,8 +194,9 @@ def _base64_bytes(pieces: Iterator[bytes]) -> Iterator[bytes]:
         raise _NotTheLayout
 
 
-#: Whether an artifact kept beside the document (sha256, size) is there, whole.
-StoredCheck = Callable[[str, int], bool]
+#: The file of an artifact kept beside the document (sha256, size), when it is there
+#: whole; ``None`` when it is not.
+StoredCheck = Callable[[str, int], Path | None]
 
 
 class _Discard(io.BytesIO):
@@ -240,10 +241,11 @@ class _Loader:
     ) -> None:
         self._fh = fh
         self._spool = Spool() if keep else None
-        self._stored = stored  # only for a check: a load needs the artifacts' bytes
+        self._stored = stored
         self._hashes_at = hashes_at
         self._hashes: dict[int, str] = {}
-        self._files: list[Path] = []  # the artifact pack, when artifacts are kept
+        # when kept: the artifact pack, then the store files stored artifacts are read from
+        self._files: list[Path] = []
         self.snapshot: Snapshot | None = None
 
     def _line(self, limit: int = _LINE) -> bytes:
@@ -394,10 +396,13 @@ class _Loader:
                     raise _NotTheLayout  # the writer sorts them; the table would sort them
                 last = meta["name"]
                 if line[len(_DATA) :] == _STORED:
-                    if self._stored is None or not self._stored(meta["sha256"], meta["size"]):
+                    where = self._stored(meta["sha256"], meta["size"]) if self._stored else None
+                    if where is None:
                         raise _NotTheLayout
+                    if self._spool is not None:  # a load: the Snapshot reads it from there
+                        self._files.append(where)
                     stub = (meta["media_type"], meta["sha256"], meta["size"], meta["encoding"])
-                    table.put((last, *stub, 0, 0))  # nothing to read it from: a check only
+                    table.put((last, *stub, len(self._files) - 1 if self._spool else 0, 0))
                 else:
                     writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
                     for chunk in self._data(line[len(_DATA) :], meta["encoding"]):
@@ -437,10 +442,14 @@ class _Loader:
         return text if encoding == "utf8" else _base64_bytes(text)
 
 
-def load_streamed(path: Path) -> Snapshot | None:
+def load_streamed(path: Path, *, stored: StoredCheck | None = None) -> Snapshot | None:
     """The Snapshot in ``path`` when it is laid out as trajconv writes it and verifies;
-    ``None`` otherwise (see the module docstring)."""
-    found = _read(path, keep=True)
+    ``None`` otherwise (see the module docstring).
+
+    ``stored``: a stored Snapshot's artifacts are beside it; this gives the file of
+    each, checked whole, which the Snapshot then reads.
+    """
+    found = _read(path, keep=True, stored=stored)
     return found[0].snapshot if found is not None else None
 
 
@@ -451,7 +460,8 @@ def verify_streamed(
     is laid out as trajconv writes it and verifies; ``None`` otherwise.
 
     ``stored``: a stored Snapshot's artifacts are beside it; this says whether each is
-    there, whole. ``hashes_at``: the record positions whose chain hashes to give.
+    there, whole (and where). ``hashes_at``: the record positions whose chain hashes
+    to give.
     """
     found = _read(path, keep=False, stored=stored, hashes_at=hashes_at)
     return found[1] if found is not None else None
