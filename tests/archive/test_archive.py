@@ -676,12 +676,24 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     con.commit()
     con.close()
     assert verify_store(store).problems == report.problems
-    # a stored Snapshot whose artifact is damaged: the whole-document path names it
+    # a stored Snapshot whose artifact is damaged, its size kept: the whole-document
+    # path names it
     art = next((store / ARTIFACTS).iterdir())
-    art.write_bytes(art.read_bytes() + b"x")
+    data = art.read_bytes()
+    art.write_bytes(bytes([data[0] ^ 1]) + data[1:])
     result = CliRunner().invoke(cli, ["verify", str(doc)])
     assert result.exit_code == 1 and "bytes do not match" in result.output + result.stderr
     assert whole == [str(doc)]
+    with Store.open(store) as st, pytest.raises(VerifyError, match="bytes do not match"):
+        st.load(full.id)
+    # one that is not a regular file is not read at all (/dev/zero or a FIFO never ends)
+    art.unlink()
+    art.symlink_to("/dev/zero")  # POSIX, as the store lock is
+
+    def never(path: Path) -> tuple[str, int]:
+        raise AssertionError(f"{path} read")
+
+    monkeypatch.setattr(store_module, "_sha256_file", never)
     with Store.open(store) as st, pytest.raises(VerifyError, match="bytes do not match"):
         st.load(full.id)
 

@@ -532,9 +532,9 @@ class Store:
         art_dir = self.root / ARTIFACTS
 
         def there(sha256: str, size: int) -> Path | None:
-            path = art_dir / sha256
+            file = art_dir / sha256
             try:
-                return path if _HEX.match(sha256) and path.stat().st_size == size else None
+                return file if _HEX.match(sha256) and file.stat().st_size == size else None
             except OSError:
                 return None
 
@@ -664,9 +664,12 @@ def _checked_in(root: Path) -> StoredCheck:
     """The store file of an artifact whose bytes have its sha256 and size."""
 
     def check(sha256: str, size: int) -> Path | None:
-        path = root / ARTIFACTS / sha256
+        file = root / ARTIFACTS / sha256
         try:
-            return path if _HEX.match(sha256) and _sha256_file(path) == (sha256, size) else None
+            # a FIFO or a link to a device would be read for ever: looked at first
+            if not (_HEX.match(sha256) and file.is_file() and file.stat().st_size == size):
+                return None
+            return file if _sha256_file(file) == (sha256, size) else None
         except OSError:
             return None
 

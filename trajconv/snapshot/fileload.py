@@ -15,7 +15,8 @@ no raw newline can be inside a JSON string) is read here instead, in one pass:
   artifacts must come in name order, each name once, as the writer puts them;
 * the id must be the one the content gives.
 
-So what it returns is a Snapshot that verifies, backed by a spool like a built one.
+So what it returns is a Snapshot that verifies, backed by a spool like a built one
+(a stored Snapshot's artifacts are read from its store's files, checked first).
 :func:`verify_streamed` makes the same checks and keeps nothing: no record is spooled
 and the artifacts' bytes are hashed, not written (``trajconv verify`` of that 212 MB
 file used to write a 212 MB copy to ``$TMPDIR`` while it checked). It also checks a
