@@ -55,5 +55,9 @@ def walk(db: Path) -> tuple[native.CursorStore, dict[str, tuple[str, bytes]]]:
     """Walk a store as the reader does: the store, and each referenced blob's role and bytes."""
     blobs: dict[str, tuple[str, bytes]] = {}
     with native.read_store(db, max_blob=1 << 30) as store:
-        store.walk(lambda bid, role, data: blobs.setdefault(bid, (role, data)), lambda *_: None)
+        store.walk(
+            lambda bid, role, data: blobs.setdefault(bid, (role, data)),
+            lambda *_: None,
+            blobs.__contains__,
+        )
     return store, blobs

@@ -129,7 +129,7 @@ def _rewrite_blob(db: Path, blob_hex: str, data: bytes | None) -> None:
 
 def _first_message(db: Path) -> str:
     store, _ = walk(db)
-    return store.messages[0]
+    return next(store.message_ids())
 
 
 def test_missing_blob_names_it(tmp_path: Path) -> None:
@@ -150,26 +150,60 @@ def test_id_mismatch_names_it(tmp_path: Path) -> None:
     assert err.value.blob == bid and "sha256" in err.value.reason
 
 
-def test_non_json_message_names_it(tmp_path: Path) -> None:
-    db = copy_store("multi-turn", tmp_path)
+def _root_of(db: Path) -> object:
     store, blobs = walk(db)
-    bad = b"\x00not json"
-    bad_id = hashlib.sha256(bad).hexdigest()
-    root = proto.decode("ConversationStateStructure", blobs[store.root_id][1])
-    root.root_prompt_messages_json[0] = bytes.fromhex(bad_id)
+    return proto.decode("ConversationStateStructure", blobs[store.root_id][1])
+
+
+def _new_root(db: Path, root: object, *blobs: bytes) -> None:
+    """Store ``blobs`` and make ``root`` the store's latest root."""
     root_bytes = proto.encode(root)
     root_id = hashlib.sha256(root_bytes).hexdigest()
     con = sqlite3.connect(db)
-    con.execute("INSERT INTO blobs VALUES (?, ?)", (bad_id, bad))
-    con.execute("INSERT INTO blobs VALUES (?, ?)", (root_id, root_bytes))
+    for data in (*blobs, root_bytes):
+        con.execute("INSERT INTO blobs VALUES (?, ?)", (hashlib.sha256(data).hexdigest(), data))
     m = meta(db)
     m["latestRootBlobId"] = root_id
     con.execute("UPDATE meta SET value = ? WHERE key = '0'", (json.dumps(m).encode().hex(),))
     con.commit()
     con.close()
+
+
+def test_non_json_message_names_it(tmp_path: Path) -> None:
+    db = copy_store("multi-turn", tmp_path)
+    root = _root_of(db)
+    bad = b"\x00not json"
+    bad_id = hashlib.sha256(bad).hexdigest()
+    root.root_prompt_messages_json[0] = bytes.fromhex(bad_id)  # type: ignore[attr-defined]
+    _new_root(db, root, bad)
     with pytest.raises(FormatError) as err:
         CODEC.read(db)
     assert err.value.blob == bad_id and "JSON" in err.value.reason
+
+
+def test_a_blob_referenced_again_is_handed_over_once(tmp_path: Path) -> None:
+    """The walk asks the caller which blobs it holds, and logs each once, in walk order."""
+    db = copy_store("multi-turn", tmp_path)
+    root = _root_of(db)
+    again = root.root_prompt_messages_json[0]  # type: ignore[attr-defined]
+    root.root_prompt_messages_json.append(again)  # type: ignore[attr-defined]
+    _new_root(db, root)
+    handed: list[tuple[str, str]] = []
+    with native.read_store(db, max_blob=1 << 30) as store:
+        store.walk(
+            lambda bid, role, _data: handed.append((bid, role)),
+            lambda *_: None,
+            lambda bid: any(bid == seen for seen, _role in handed),
+        )
+    assert len(handed) == len(set(handed)) == 21  # as before: a new root, no new blob
+    assert list(store.roles()) == handed
+    assert handed[0] == (store.root_id, "root")
+    assert list(store.message_ids()).count(again.hex()) == 2
+    snap = CODEC.read(db)
+    conservation(snap, reader.units_seen(snap))
+    index = json.loads(snap.artifacts.get(reader.INDEX).read())  # type: ignore[union-attr]
+    assert [(b["id"], b["role"]) for b in index["blobs"]] == handed
+    assert index["messages"].count(again.hex()) == 2
 
 
 def test_not_a_store(tmp_path: Path) -> None:

@@ -408,6 +408,9 @@ class SnapshotBuilder:
         return self._count
 
     # -- artifacts ---------------------------------------------------------------
+    def has_artifact(self, name: str) -> bool:
+        return self._artifacts.find(name) is not None
+
     def add_artifact(self, name: str, media_type: str, data: bytes) -> Blob:
         """Keep a small native file's bytes; JSON and YAML lose credential-looking members.
 

@@ -14,8 +14,9 @@ Only blobs reachable from the root are read (a store keeps every superseded
 blob), each checked against its id. ``blobEncryptionKey`` is a credential sent
 to Cursor's backend; it is removed here, before anything else sees the meta.
 
-Blobs are read one at a time, in walk order, and handed to the caller; only
-their ids and roles are kept, so memory does not grow with the session (issue 10).
+Blobs are read one at a time, in walk order, and handed to the caller, which
+says which it holds already; the walk keeps only their ids and roles, 33 bytes a
+blob (issue 10).
 
 The readout (``cursor-agent-sqlite-readout-v1``) is the portable, lossless
 logical copy of those rows: every meta row, every blob base64, plus provenance.
@@ -65,10 +66,28 @@ ID_BYTES = 32
 JsonObj = dict[str, Any]
 
 
+ROLES = (
+    "root",
+    "message",
+    "turn",
+    "user-message",
+    "step",
+    "shell",
+    "todo",
+    "summary",
+    "plan",
+    "summary-archive",
+    "archived-message",
+    "subagent-state",
+)
+_ROLE_CODES = {role: code for code, role in enumerate(ROLES)}
 OnBlob = Callable[[str, str, bytes], None]
-"""Called once per referenced blob, at its first reference: ``(id, role, bytes)``. Roles:
-``root``, ``message``, ``turn``, ``user-message``, ``step``, ``shell``, ``todo``,
-``summary``, ``plan``, ``summary-archive``, ``archived-message``, ``subagent-state``."""
+"""Called once per referenced blob, at its first reference: ``(id, role, bytes)``, the
+role one of :data:`ROLES`."""
+Known = Callable[[str], bool]
+"""Whether a blob id was handed to :data:`OnBlob` already. The caller keeps every blob
+it is handed, so it can tell; the walk then needs no set of ids (a long chat has
+hundreds of thousands)."""
 OnMessage = Callable[[int, str, Any], None]
 """Called for each root field-1 position in order: ``(position, blob id, parsed JSON)``."""
 
@@ -91,18 +110,30 @@ class CursorStore:
     user_version: int | None = None
     root: Any = None
     """The decoded root blob, once walked."""
-    roles: dict[str, str] = field(default_factory=dict)
-    """Referenced blob ids -> the role that referenced them first, in walk order (root first)."""
-    messages: list[str] = field(default_factory=list)
-    """Root field 1: message blob ids in order (ids may repeat)."""
+    walked: bytearray = field(default_factory=bytearray)
+    """Each referenced blob in walk order (root first), 33 bytes: its raw id, then the
+    :data:`ROLES` index of the role that referenced it first."""
     unknown_fields: Counter[str] = field(default_factory=Counter)
     """Unknown protobuf fields by ``<message>.<number>:<wire type>``."""
 
-    def walk(self, on_blob: OnBlob, on_message: OnMessage) -> None:
+    def walk(self, on_blob: OnBlob, on_message: OnMessage, known: Known) -> None:
         """Read, verify and hand over every blob the root references, one at a time."""
-        walker = _Walker(self, on_blob)
+        walker = _Walker(self, on_blob, known)
         self.root = walker.pb(self.root_id, "root", "ConversationStateStructure")
         walker.walk_root(self.root, on_message)
+
+    def message_ids(self) -> Iterator[str]:
+        """Root field 1, once walked: message blob ids in order (ids may repeat). Read
+        from the root each time, not kept: a long chat has hundreds of thousands."""
+        where = str(self.path)
+        for raw in self.root.root_prompt_messages_json:
+            yield _hexid(raw, where, "message")
+
+    def roles(self) -> Iterator[tuple[str, str]]:
+        """Referenced blob ids and the role that referenced each first, in walk order."""
+        walked = self.walked
+        for at in range(0, len(walked), ID_BYTES + 1):
+            yield walked[at : at + ID_BYTES].hex(), ROLES[walked[at + ID_BYTES]]
 
     @property
     def workspace_uris(self) -> list[str]:
@@ -267,10 +298,11 @@ def _hexid(raw: bytes, where: str, ref: str) -> str:
 
 
 class _Walker:
-    def __init__(self, store: CursorStore, on_blob: OnBlob) -> None:
+    def __init__(self, store: CursorStore, on_blob: OnBlob, known: Known) -> None:
         self.store = store
         self.where = str(store.path)
         self.on_blob = on_blob
+        self.known = known
 
     def fetch(self, blob_hex: str, role: str) -> bytes:
         """A blob's bytes, read from the source each time it is needed (nothing is cached);
@@ -278,8 +310,7 @@ class _Walker:
         data = self.store.source.get(blob_hex)
         if data is None:
             raise FormatError(self.where, f"referenced {role} blob is missing", blob=blob_hex)
-        roles = self.store.roles
-        if blob_hex in roles:
+        if self.known(blob_hex):
             return data  # checked at its first reference; the source is read-only
         if len(data) > self.store.max_blob:
             raise FormatError(
@@ -290,7 +321,8 @@ class _Walker:
             )
         if blob_id(data) != blob_hex:
             raise FormatError(self.where, "blob sha256 does not match its id", blob=blob_hex)
-        roles[blob_hex] = role
+        self.store.walked += bytes.fromhex(blob_hex)
+        self.store.walked.append(_ROLE_CODES[role])
         self.on_blob(blob_hex, role, data)
         return data
 
@@ -321,9 +353,7 @@ class _Walker:
     def walk_root(self, root: Any, on_message: OnMessage) -> None:
         """Fetch and verify every blob the root references; field-1 messages go to
         ``on_message`` as they are read, so none is held once projected."""
-        messages = self.store.messages
-        messages.extend(self.ref(raw, "message") for raw in root.root_prompt_messages_json)
-        for pos, m in enumerate(messages):
+        for pos, m in enumerate(self.store.message_ids()):
             on_message(pos, m, self.message(m))
         for raw in root.turns:
             turn = self.pb(self.ref(raw, "turn"), "turn", "ConversationTurnStructure")

@@ -109,6 +109,11 @@ class _Projector:
         media = "application/json" if name.endswith(".json") else "application/x-protobuf"
         self.b.add_artifact(name, media, data)
 
+    def known(self, bid: str) -> bool:
+        """Whether blob ``bid`` was handed over already: its artifact is kept."""
+        has = self.b.has_artifact
+        return has(blob_artifact(bid, "message")) or has(blob_artifact(bid, "root"))
+
     def message(self, pos: int, bid: str, obj: Any) -> None:
         if not isinstance(obj, dict) or not isinstance(obj.get("role"), str):
             raise FormatError(self.path, "message blob is not a {role, content} object", blob=bid)
@@ -219,17 +224,17 @@ class _Projector:
 
 
 def _index(store: native.CursorStore, state: list[tuple[str, int]]) -> Members:
-    """The store index; its ``blobs`` list is written entry by entry."""
+    """The store index; its ``messages`` and ``blobs`` lists are written entry by entry."""
     return Members(
         format=INDEX_FORMAT,
         agent_id=store.agent_id,
         root=store.root_id,
         cwd=store.cwd,
         user_version=store.user_version,
-        messages=store.messages,
+        messages=Items(store.message_ids()),
         blobs=Items(
             {"id": bid, "role": role, "artifact": blob_artifact(bid, role)}
-            for bid, role in store.roles.items()
+            for bid, role in store.roles()
         ),
         root_fields=sorted(f.name for f, _ in store.root.ListFields()),
         root_state=dict(state),
@@ -294,7 +299,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             ),
         )
         proj = _Projector(b, target, limits)
-        store.walk(proj.blob, proj.message)
+        store.walk(proj.blob, proj.message, proj.known)
     b.session = session_of(store)
     state = root_state_items(store.root)
     # The index lists every blob, so it is written in pieces; it holds no native keys,
