@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from trajconv.codecs.jsonl import read_bounded
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot import io
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
@@ -178,6 +179,29 @@ def test_add_artifact_file_refuses_a_file_over_the_limit(tmp_path: Path) -> None
     native.write_bytes(b"x" * 100)
     with pytest.raises(LimitError, match=r"log\.jsonl"):
         _builder().add_artifact_file("log.jsonl", "application/x-ndjson", native, 99, "max_x")
+
+
+def test_a_whole_file_read_sets_aside_its_size_not_the_limit(tmp_path: Path) -> None:
+    """``read(limit)`` would ask for the limit first: 4 GiB by default, refused outright
+    by a machine with less memory and swap (``ulimit -v`` showed it: MemoryError)."""
+    native = tmp_path / "workspace.yaml"
+    native.write_bytes(b"cwd: /w\n")
+    assert read_bounded(native, 1 << 62) == b"cwd: /w\n"
+
+
+class _Grown(type(Path())):
+    """A file that was smaller when its size was looked at than when it is read."""
+
+    def stat(self, **_: Any) -> Any:
+        return os.stat_result((0, 0, 0, 0, 0, 0, 3, 0, 0, 0))
+
+
+def test_a_file_that_grows_while_read_is_read_on_to_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "log.jsonl").write_bytes(b"x" * 100)
+    grown = _Grown(tmp_path / "log.jsonl")
+    assert read_bounded(grown, 100) == b"x" * 100
+    with pytest.raises(LimitError, match=r"log\.jsonl.*max_x"):
+        read_bounded(grown, 99, "max_x")
 
 
 def test_artifacts_are_kept_in_name_order_and_a_name_added_again_replaces_its_entry(

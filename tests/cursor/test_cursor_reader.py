@@ -6,6 +6,7 @@ import hashlib
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cursor_support import (
@@ -150,12 +151,12 @@ def test_id_mismatch_names_it(tmp_path: Path) -> None:
     assert err.value.blob == bid and "sha256" in err.value.reason
 
 
-def _root_of(db: Path) -> object:
+def _root_of(db: Path) -> Any:
     store, blobs = walk(db)
     return proto.decode("ConversationStateStructure", blobs[store.root_id][1])
 
 
-def _new_root(db: Path, root: object, *blobs: bytes) -> None:
+def _new_root(db: Path, root: Any, *blobs: bytes) -> None:
     """Store ``blobs`` and make ``root`` the store's latest root."""
     root_bytes = proto.encode(root)
     root_id = hashlib.sha256(root_bytes).hexdigest()
@@ -174,7 +175,7 @@ def test_non_json_message_names_it(tmp_path: Path) -> None:
     root = _root_of(db)
     bad = b"\x00not json"
     bad_id = hashlib.sha256(bad).hexdigest()
-    root.root_prompt_messages_json[0] = bytes.fromhex(bad_id)  # type: ignore[attr-defined]
+    root.root_prompt_messages_json[0] = bytes.fromhex(bad_id)
     _new_root(db, root, bad)
     with pytest.raises(FormatError) as err:
         CODEC.read(db)
@@ -185,8 +186,8 @@ def test_a_blob_referenced_again_is_handed_over_once(tmp_path: Path) -> None:
     """The walk asks the caller which blobs it holds, and logs each once, in walk order."""
     db = copy_store("multi-turn", tmp_path)
     root = _root_of(db)
-    again = root.root_prompt_messages_json[0]  # type: ignore[attr-defined]
-    root.root_prompt_messages_json.append(again)  # type: ignore[attr-defined]
+    again = root.root_prompt_messages_json[0]
+    root.root_prompt_messages_json.append(again)
     _new_root(db, root)
     handed: list[tuple[str, str]] = []
     with native.read_store(db, max_blob=1 << 30) as store:
@@ -201,7 +202,7 @@ def test_a_blob_referenced_again_is_handed_over_once(tmp_path: Path) -> None:
     assert list(store.message_ids()).count(again.hex()) == 2
     snap = CODEC.read(db)
     conservation(snap, reader.units_seen(snap))
-    index = json.loads(snap.artifacts.get(reader.INDEX).read())  # type: ignore[union-attr]
+    index = json.loads(snap.artifacts.get(reader.INDEX).read())
     assert [(b["id"], b["role"]) for b in index["blobs"]] == handed
     assert index["messages"].count(again.hex()) == 2
 

@@ -29,7 +29,15 @@ def read_bounded(path: Path, limit: int, limits_name: str = "max_session_bytes")
         if size > limit:
             raise LimitError(path, limits_name, limit)
         with path.open("rb") as fh:
-            data = fh.read(limit + 1)
+            # read(n) sets n bytes aside first: the size found, not the limit (4 GiB by
+            # default, which a machine with less memory and swap refuses outright)
+            data = fh.read(size + 1)
+            if len(data) > size:  # it grew since: read on, a chunk at a time, to the limit
+                parts, held = [data], len(data)
+                while held <= limit and (part := fh.read(CHUNK)):
+                    parts.append(part)
+                    held += len(part)
+                data = b"".join(parts)
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
