@@ -110,7 +110,9 @@ class _Projector:
         self.b.add_artifact(name, media, data)
 
     def known(self, bid: str) -> bool:
-        """Whether blob ``bid`` was handed over already: its artifact is kept."""
+        """Whether blob ``bid`` was handed over already: its artifact is kept, named
+        ``.json`` or ``.pb`` by the role it came with (``message`` and ``root`` stand for
+        the two)."""
         has = self.b.has_artifact
         return has(blob_artifact(bid, "message")) or has(blob_artifact(bid, "root"))
 
