@@ -62,11 +62,20 @@ def write_options(func: F) -> F:
         default=None,
         help="fx target layout: 1 (legacy, default) or 4 (current)",
     )(func)
+    func = click.option(
+        "--atif-version",
+        default=None,
+        help="ATIF target version, 1.0 to 1.8 (default 1.7)",
+    )(func)
     return func
 
 
 def _write_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
-    opts = {"cwd": kwargs.pop("cwd"), "fx_schema": kwargs.pop("fx_schema")}
+    opts = {
+        "cwd": kwargs.pop("cwd"),
+        "fx_schema": kwargs.pop("fx_schema"),
+        "atif_version": kwargs.pop("atif_version"),
+    }
     return {k: (int(v) if k == "fx_schema" else v) for k, v in opts.items() if v is not None}
 
 
@@ -91,9 +100,10 @@ def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
     click.echo(f"wrote {export.target} session {export.session_id} to {out}")
     click.echo(f"  snapshot:  {export.snapshot_id}")
-    click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
-    click.echo(f"  resume:    {resume}")
-    click.echo(f"  try first: HOME={shlex.quote(str(out / 'home'))} {resume}")
+    if export.installable:
+        click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
+        click.echo(f"  resume:    {resume}")
+        click.echo(f"  try first: HOME={shlex.quote(str(out / 'home'))} {resume}")
     for note in export.manifest.get("notes", []):
         click.echo(f"  note:      {note}")
     lines = (_diag_lines(snapshot.diagnostics, "read") if snapshot is not None else []) + (
@@ -329,6 +339,14 @@ def verify(file: Path, as_json: bool) -> None:
 def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
     """Install an export (runs OUT/prepare.py with the same options)."""
     import subprocess
+
+    from trajconv.errors import UsageError
+
+    if not (out / "prepare.py").is_file() and (out / "trajconv-export.json").is_file():
+        raise UsageError(
+            f"{out} is a document export (nothing installs it); convert it on with "
+            "trajconv convert --from <its format> --to HARNESS"
+        )
 
     argv = [sys.executable, str(out / "prepare.py")]
     if home is not None:

@@ -131,6 +131,9 @@ class ExportPlan:
     """Home-relative folders and the modes the harness gives them."""
     prepare_script: str | None = None
     """A codec's own prepare.py (database targets); the generic one when ``None``."""
+    installable: bool = True
+    """False for a document format (ATIF) that no harness resumes from: the export has no
+    ``prepare.py``, and its manifest names no prepare or resume command."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -145,7 +148,13 @@ class Export:
 
     @property
     def resume_argv(self) -> list[str]:
-        return list(self.manifest["resume"]["argv"])
+        resume = self.manifest["resume"]
+        return list(resume["argv"]) if resume is not None else []
+
+    @property
+    def installable(self) -> bool:
+        """Whether the export has a ``prepare.py`` that installs it into a home."""
+        return self.manifest["prepare"] is not None
 
 
 @runtime_checkable

@@ -41,8 +41,8 @@ def _manifest(plan: ExportPlan, files: list[tuple[ExportFile, str, int]]) -> dic
         ],
         "dirs": [{"path": p, "mode": f"{m:04o}"} for p, m in sorted(plan.dir_modes.items())],
         "session_paths": plan.session_paths,
-        "prepare": {"argv": ["python", "prepare.py"]},
-        "resume": {"argv": plan.resume_argv, "home": "home"},
+        "prepare": {"argv": ["python", "prepare.py"]} if plan.installable else None,
+        "resume": {"argv": plan.resume_argv, "home": "home"} if plan.installable else None,
         "notes": plan.notes,
         "diagnostics": [d.model_dump(mode="json") for d in plan.diagnostics],
         "producer": {"name": "trajconv", "version": __version__},
@@ -74,14 +74,16 @@ def emit(plan: ExportPlan, out_dir: Path) -> Export:
     """Write ``plan`` to ``out_dir`` atomically."""
     out_dir = Path(out_dir)
     _check_out(out_dir)
-    prepare = ExportFile(
-        "prepare.py", (plan.prepare_script or generic_prepare_script()).encode(), 0o755
-    )
+    prepare = [
+        ExportFile("prepare.py", (plan.prepare_script or generic_prepare_script()).encode(), 0o755)
+    ]
+    if not plan.installable:
+        prepare = []
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.parent / f".{out_dir.name}.trajconv-{uuid.uuid4().hex[:12]}"
     try:
         staging.mkdir(mode=0o700)
-        written = [_write_file(staging, f) for f in [*plan.files, prepare]]
+        written = [_write_file(staging, f) for f in [*plan.files, *prepare]]
         manifest = _manifest(plan, written)
         (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
         _check_out(out_dir)

@@ -4,6 +4,7 @@ prove that what trajconv writes is listed and loaded by the harness itself."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 
@@ -15,5 +16,20 @@ def tools_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".tools"
 
 
-LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor")
+LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor", "harbor")
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
+
+
+def installed_version(python: Path, package: str) -> str | None:
+    """The version of ``package`` installed for the interpreter ``python`` (a loader's
+    own venv), or ``None`` when it is absent or the interpreter does not run."""
+    try:
+        out = subprocess.run(
+            [str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajconv.loaders import installed_version
+
 PACKAGE = "deepagents-code"
 VERSION = "0.1.57"
 #: Exact pins resolved for deepagents-code 0.1.57 (native-loaders.md §1).
@@ -124,26 +126,13 @@ def _sync_fake_module(python: Path) -> None:
         target.write_bytes(data)
 
 
-def _installed_version(python: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            [str(python), "-c", f"import importlib.metadata as m; print(m.version({PACKAGE!r}))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
 def find(tools_dir: Path) -> Path | None:
     """The venv's python when the pinned ``deepagents-code`` is installed there, else None."""
     python = _bin(venv_dir(tools_dir), "python")
     dcode = _bin(venv_dir(tools_dir), "dcode")
     if not python.exists() or not dcode.exists():
         return None
-    if _installed_version(python) != VERSION:
+    if installed_version(python, PACKAGE) != VERSION:
         return None
     return python
 

@@ -92,7 +92,28 @@ def _cursor(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
-CHECKS = {"grok": _grok, "copilot": _copilot, "deepagents": _deepagents, "cursor": _cursor}
+def _atif(export: Export, written: Snapshot) -> Verdict | None:
+    """No harness resumes ATIF: the check is the reference validator's verdict."""
+    from trajconv.loaders import harbor
+
+    python = harbor.find(tools_dir())
+    if python is None:
+        return None
+    (found,) = harbor.validate(python, [export.out_dir / "trajectory.json"])
+    return {
+        "ok": found.ok,
+        "version": harbor.VERSION,
+        "detail": "Harbor's trajectory validator: " + ("valid" if found.ok else found.errors),
+    }
+
+
+CHECKS = {
+    "grok": _grok,
+    "copilot": _copilot,
+    "deepagents": _deepagents,
+    "cursor": _cursor,
+    "atif": _atif,
+}
 
 
 def check_export(target: str, export: Export, written: Snapshot) -> Verdict | None:

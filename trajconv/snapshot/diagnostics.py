@@ -83,6 +83,24 @@ _CODES: tuple[Code, ...] = (
     ),
     # reader: facts about the session, not unit counts
     _r(
+        "media-part",
+        "info",
+        "image or audio part of a message, kept in artifacts, not projected",
+        units=False,
+    ),
+    _r(
+        "session-id-derived",
+        "info",
+        "the source names no session id; the id is derived from its bytes",
+        units=False,
+    ),
+    _r(
+        "continuation-missing",
+        "warning",
+        "the file that continues this session is absent or outside its folder; not read",
+        units=False,
+    ),
+    _r(
         "metadata-missing",
         "warning",
         "metadata sidecar absent; session facts left null",
@@ -143,6 +161,21 @@ _CODES: tuple[Code, ...] = (
         "untranslated-message-boundary",
         "info",
         "consecutive messages of one role become one message in the target",
+    ),
+    _w(
+        "untranslated-tool-arguments",
+        "warning",
+        'tool arguments that are not a JSON object were written as {"_raw": text}',
+    ),
+    _w(
+        "unlinked-result",
+        "warning",
+        "tool result whose call is not in the session, written without its link",
+    ),
+    _w(
+        "reordered-result",
+        "info",
+        "tool result moved next to its call, where the target needs it",
     ),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
     _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
