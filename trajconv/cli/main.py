@@ -658,12 +658,39 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
 
 @archive.command("export")
 @click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tar.gz", "parquet"]),
+    default="tar.gz",
+    show_default=True,
+    help="tar.gz: the store as one checked file (import restores it); parquet: a folder "
+    "with the sessions and records tables, for DuckDB, Spark or any Arrow engine",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def archive_export(store: Path, file: Path, as_json: bool) -> None:
-    """Write STORE as one .tar.gz FILE with a sha256 manifest (the store must verify)."""
-    from trajconv.snapshot.archive import export_store
+def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
+    """Write STORE as one .tar.gz FILE with a sha256 manifest (the store must verify),
+    or with --format parquet as a Parquet dataset in the folder FILE.
 
+    The Parquet dataset holds each session's latest Snapshot: sessions/ and records/,
+    partitioned by harness and month (harness=H/month=YYYY-MM/part-0.parquet).
+    """
+    from trajconv.snapshot.archive import Store, export_store
+
+    if fmt == "parquet":
+        from trajconv.parquet import export_parquet
+
+        with Store.open(store) as st:
+            done = export_parquet(st, file)
+        if as_json:
+            _emit_json(done.to_json())
+            return
+        click.echo(
+            f"exported {store} to {file} as Parquet: {done.sessions} sessions, "
+            f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)"
+        )
+        return
     moved = export_store(store, file)
     if as_json:
         _emit_json(moved.to_json())
