@@ -19,6 +19,7 @@ turn into it); the export is copied there first and never touched. This module n
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -26,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from trajconv.codecs.claude import native
 from trajconv.loaders.npm import npm_install
 
 PACKAGE = "@anthropic-ai/claude-code"
@@ -81,22 +83,29 @@ def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
     return env
 
 
+def _run(
+    exe: Path, argv: list[str], home: Path, cwd: Path, extra: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI with ``argv`` in ``cwd`` around the scratch ``home`` (stdin closed)."""
+    try:
+        return subprocess.run(
+            [str(exe), *argv],
+            cwd=cwd,
+            env=scratch_env(home, extra),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ClaudeLoaderError(f"cannot run {exe} {' '.join(argv[:2])}: {exc}") from exc
+
+
 def version(exe: Path, timeout: float = 60.0) -> str:
     """``claude --version`` with a throw-away home, e.g. ``"2.1.332 (Claude Code)"``."""
     with tempfile.TemporaryDirectory(prefix="trajconv-claude-ver-") as tmp:
-        try:
-            proc = subprocess.run(
-                [str(exe), "--version"],
-                cwd=tmp,
-                env=scratch_env(Path(tmp)),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ClaudeLoaderError(f"cannot run {exe} --version: {exc}") from exc
+        proc = _run(exe, ["--version"], Path(tmp), Path(tmp), {}, timeout)
     out = proc.stdout.strip()
     if proc.returncode != 0 or not out:
         raise ClaudeLoaderError(
@@ -138,3 +147,125 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
             f"{binary_path(tools_dir)} does not report {VERSION} after npm install"
         )
     return found
+
+
+# --------------------------------------------------------------------------- continuation
+
+
+#: the scripted answer to the continued turn
+REPLY = "Continued by the scripted model."
+
+
+def continue_session(
+    exe: Path,
+    home: Path,
+    session_id: str,
+    cwd: str,
+    prompt: str,
+    workdir: Path,
+    timeout: float = 180.0,
+) -> list[JsonObj]:
+    """Resume the installed session (already under ``home``) for one turn with ``prompt``.
+
+    Runs ``claude --resume <id> -p PROMPT`` with ``HOME=home`` against a ModelServer on
+    127.0.0.1 (request log ``workdir/requests.jsonl``), in ``cwd`` when it exists here, else in
+    a scratch folder (``--resume`` finds the transcript in any project folder). Returns the
+    JSON bodies of the main-conversation ``POST /v1/messages`` requests in order: those that
+    offer tools (side requests such as title generation offer none); token counting is left
+    out. The CLI appends the new turn to the transcript, as it does for a user.
+    """
+    from fixtures.record.modelserver import ModelServer
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(cwd) if cwd and Path(cwd).is_dir() else workdir / "cwd"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "requests.jsonl"
+    with ModelServer([{"text": REPLY}], log) as srv:
+        extra = {
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{srv.port}",
+            "ANTHROPIC_API_KEY": DUMMY_KEY,
+        }
+        proc = _run(exe, ["--resume", session_id, "-p", prompt], home, run_dir, extra, timeout)
+    if proc.returncode != 0 or REPLY not in proc.stdout:
+        raise ClaudeLoaderError(
+            f"claude --resume {session_id} failed (rc {proc.returncode}): "
+            f"{(proc.stderr or proc.stdout).strip()[-2000:]}"
+        )
+    bodies: list[JsonObj] = []
+    for raw in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(raw)
+        body = entry.get("body")
+        path = str(entry.get("path", "")).split("?", 1)[0]
+        if (
+            entry.get("method") == "POST"
+            and path.endswith("/messages")
+            and isinstance(body, dict)
+            and body.get("tools")
+        ):
+            bodies.append(body)
+    return bodies
+
+
+def _user_text_item(text: str) -> JsonObj:
+    # The CLI adds its own context to user messages (``<system-reminder>`` blocks); that is
+    # harness text, not the person's words.
+    kind = "system" if native.HARNESS_TEXT.match(text) else "user"
+    return {"kind": kind, "text": text}
+
+
+def request_items(body: JsonObj) -> list[JsonObj]:
+    """What the model saw in one Messages API request body, as conversation items in order.
+
+    ``system`` blocks and ``role: system`` messages (2.1.332 sends mid-conversation system
+    turns) are system items; user text blocks are user items unless they are the CLI's own
+    ``<system-reminder>`` context; ``tool_result`` -> tool-result (``is_error`` absent =
+    success); ``text`` / ``thinking`` / ``tool_use`` of assistant messages -> assistant /
+    reasoning / tool-call. Images and redacted thinking are left out.
+    """
+    items: list[JsonObj] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        items.append({"kind": "system", "text": system})
+    elif isinstance(system, list):
+        text = native.text_of(system)
+        if text:
+            items.append({"kind": "system", "text": text})
+    for msg in body.get("messages") or []:
+        if not isinstance(msg, dict):
+            continue
+        role = msg.get("role")
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for block in blocks if isinstance(blocks, list) else []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text" and isinstance(block.get("text"), str):
+                if role == "assistant":
+                    items.append({"kind": "assistant", "text": block["text"]})
+                elif role == "system":
+                    items.append({"kind": "system", "text": block["text"]})
+                else:
+                    items.append(_user_text_item(block["text"]))
+            elif btype == "thinking" and isinstance(block.get("thinking"), str):
+                items.append({"kind": "reasoning", "text": block["thinking"]})
+            elif btype == "tool_use":
+                items.append(
+                    {
+                        "kind": "tool-call",
+                        "name": str(block.get("name")),
+                        "arguments": block.get("input"),
+                        "id": block.get("id") if isinstance(block.get("id"), str) else None,
+                    }
+                )
+            elif btype == "tool_result":
+                call_id = block.get("tool_use_id")
+                items.append(
+                    {
+                        "kind": "tool-result",
+                        "call_id": call_id if isinstance(call_id, str) else None,
+                        "text": native.text_of(block.get("content")) or "",
+                        "error": block.get("is_error") is True,
+                    }
+                )
+    return items

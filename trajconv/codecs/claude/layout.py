@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from trajconv.codecs.base import safe_component
-from trajconv.codecs.grok.layout import is_uuid
+from trajconv.codecs.grok.layout import is_uuid as is_uuid
 from trajconv.errors import FormatError
 
 CONFIG = ".claude"

@@ -12,7 +12,7 @@ from typing import Any
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 """Lines that form the conversation tree (``progress``: older versions)."""
 
-TITLE_TYPES = ("custom-title", "last-prompt", "ai-title", "summary")
+TITLE_TYPES = ("custom-title", "ai-title", "last-prompt", "summary")
 """Side lines that name a session, in the order trajconv prefers them (see the README)."""
 
 SIDE_TYPES = frozenset(

@@ -216,7 +216,7 @@ class _Projector:
         ):
             self.d.add("block-dropped", f"{self.name}:{unit.number}", name="tool_result:image")
         failed = block.get("is_error") is True
-        match = native.EXIT_CODE.match(output) if failed else None
+        match = native.EXIT_CODE.match(output)
         exit_code = int(match.group(1)) if match else None
         self.done.add(call_id)
         unit.add(
