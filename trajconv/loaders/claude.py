@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from typing import Any
 
 from trajconv.codecs.claude import native
 from trajconv.loaders.npm import npm_install
+from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@anthropic-ai/claude-code"
 VERSION = "2.1.332"
@@ -269,3 +271,47 @@ def request_items(body: JsonObj) -> list[JsonObj]:
                     }
                 )
     return items
+
+
+def conversation(items: list[JsonObj]) -> list[tuple[Any, ...]]:
+    """Request items without the CLI's system context, as comparable tuples."""
+    out: list[tuple[Any, ...]] = []
+    for it in items:
+        kind = it["kind"]
+        if kind in ("user", "assistant", "reasoning"):
+            out.append((kind, it["text"]))
+        elif kind == "tool-call":
+            out.append((kind, it["name"], it["arguments"]))
+        elif kind == "tool-result":
+            out.append((kind, it["text"], it["error"]))
+    return out
+
+
+def check(exe: Path, home_dir: Path, session_id: str, written: Snapshot) -> JsonObj:
+    """Resume an export (``home_dir`` = its ``home/``, copied first) for one turn; ``ok`` when
+    the first model request carries exactly the conversation ``written`` (the export read back
+    by the claude reader) holds, in order, then the new prompt."""
+    expected: list[tuple[Any, ...]] = []
+    for r in written.records:
+        if r.kind in ("user", "assistant", "reasoning"):
+            expected.append((r.kind, r.text))
+        elif r.kind == "tool-call":
+            expected.append((r.kind, r.call.name, r.call.arguments))
+        elif r.kind == "tool-result":
+            expected.append((r.kind, r.result.output, r.result.ok is False))
+    if expected and expected[-1][0] != "assistant":
+        expected.append(("assistant", "No response requested."))  # the CLI's own placeholder
+    prompt = "Please go on from here."
+    with tempfile.TemporaryDirectory(prefix="trajconv-claude-check-") as tmp:
+        home = Path(tmp) / "home"
+        shutil.copytree(home_dir, home, symlinks=True)
+        bodies = continue_session(
+            exe, home, session_id, written.session.cwd or "", prompt, Path(tmp) / "work"
+        )
+    seen = conversation(request_items(bodies[0])) if bodies else []
+    return {
+        "ok": seen == [*expected, ("user", prompt)],
+        "requests": len(bodies),
+        "items": len(seen),
+        "expected": len(expected) + 1,
+    }

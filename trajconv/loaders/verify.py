@@ -92,7 +92,27 @@ def _cursor(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
-CHECKS = {"grok": _grok, "copilot": _copilot, "deepagents": _deepagents, "cursor": _cursor}
+def _claude(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import claude
+
+    exe = claude.find(tools_dir())
+    if exe is None:
+        return None
+    r = claude.check(exe, export.out_dir / "home", export.session_id, written)
+    return {
+        "ok": r["ok"],
+        "version": claude.VERSION,
+        "detail": f"resumed; request items={r['items']} expected={r['expected']}",
+    }
+
+
+CHECKS = {
+    "grok": _grok,
+    "copilot": _copilot,
+    "deepagents": _deepagents,
+    "cursor": _cursor,
+    "claude": _claude,
+}
 
 
 def check_export(target: str, export: Export, written: Snapshot) -> Verdict | None:
