@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -170,11 +171,16 @@ def test_shuffled_lines_give_the_same_conversation(tmp_path: Path) -> None:
     assert [(r.kind, r.id) for r in shuffled.records] == [(r.kind, r.id) for r in ordered.records]
 
 
-def test_home_with_many_sessions_needs_a_session_id() -> None:
-    home = CLAUDE / "recorded-thinking"
-    with pytest.raises(FormatError, match="--session"):
+def test_home_with_many_sessions_needs_a_session_id(tmp_path: Path) -> None:
+    one = CLAUDE / "recorded-thinking"
+    sid = next(one.glob(".claude/projects/*/*.jsonl")).stem
+    assert trajconv.read("claude", one).session.id == sid  # a home with one session
+    assert trajconv.read("claude", one / ".claude" / "projects" / "-work-demo").session.id == sid
+    home = tmp_path / "home"
+    for case in ("recorded-thinking", "recorded-resume"):
+        shutil.copytree(CLAUDE / case / ".claude", home / ".claude", dirs_exist_ok=True)
+    with pytest.raises(FormatError, match="2 Claude Code sessions; pick one with --session"):
         trajconv.read("claude", home)
-    sid = next(home.glob(".claude/projects/*/*.jsonl")).stem
     assert trajconv.read("claude", home, session=sid).session.id == sid
     with pytest.raises(FormatError, match="no session"):
         trajconv.read("claude", home, session="00000000-0000-4000-8000-000000000000")

@@ -82,8 +82,13 @@ def resolve(path: Path, session: str | None) -> Path:
     if not path.is_dir():
         raise FormatError(path, "no such file or folder")
     if session is None:
+        found = [p for p in path.glob(f"*{SUFFIX}") if is_uuid(p.stem)]
+        found = found or transcripts(config_dir(path))
+        if len(found) == 1:
+            return found[0]
         raise FormatError(
-            path, "this folder holds many Claude Code sessions; pick one with --session ID"
+            path,
+            f"this folder holds {len(found)} Claude Code sessions; pick one with --session ID",
         )
     safe_component(session, "session id", path)
     candidates = [path / f"{session}{SUFFIX}"]
