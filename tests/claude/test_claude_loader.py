@@ -119,3 +119,24 @@ def test_parity_verdict_uses_the_real_cli(claude_bin: Path, tmp_path: Path) -> N
     broken = written.model_copy(update={"records": tuple(written.records[:-2])})
     bad = check_export("claude", export, broken)
     assert bad is not None and bad["ok"] is False
+
+
+def test_project_key_is_the_folder_the_cli_makes(claude_bin: Path, tmp_path: Path) -> None:
+    from fixtures.record.modelserver import ModelServer
+    from trajconv.codecs.claude.layout import project_key
+
+    # over 200 characters, dots and a character outside the BMP: cut + hash suffix
+    cwd = tmp_path / ("a" * 120) / ("b.c" * 40) / "é😀x"
+    cwd.mkdir(parents=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    with ModelServer([{"text": "ok"}], tmp_path / "log.jsonl") as srv:
+        extra = {
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{srv.port}",
+            "ANTHROPIC_API_KEY": claude_loader.DUMMY_KEY,
+        }
+        proc = claude_loader.run(claude_bin, ["-p", "hi", "--bare"], home, cwd, extra, 120)
+    assert proc.returncode == 0, proc.stderr
+    made = [p.name for p in (home / ".claude" / "projects").iterdir()]
+    assert made == [project_key(str(cwd))]
+    assert len(made[0]) > 200

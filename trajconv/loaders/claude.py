@@ -85,7 +85,7 @@ def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
     return env
 
 
-def _run(
+def run(
     exe: Path, argv: list[str], home: Path, cwd: Path, extra: Mapping[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """Run the CLI with ``argv`` in ``cwd`` around the scratch ``home`` (stdin closed)."""
@@ -107,7 +107,7 @@ def _run(
 def version(exe: Path, timeout: float = 60.0) -> str:
     """``claude --version`` with a throw-away home, e.g. ``"2.1.332 (Claude Code)"``."""
     with tempfile.TemporaryDirectory(prefix="trajconv-claude-ver-") as tmp:
-        proc = _run(exe, ["--version"], Path(tmp), Path(tmp), {}, timeout)
+        proc = run(exe, ["--version"], Path(tmp), Path(tmp), {}, timeout)
     out = proc.stdout.strip()
     if proc.returncode != 0 or not out:
         raise ClaudeLoaderError(
@@ -187,7 +187,7 @@ def continue_session(
             "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{srv.port}",
             "ANTHROPIC_API_KEY": DUMMY_KEY,
         }
-        proc = _run(exe, ["--resume", session_id, "-p", prompt], home, run_dir, extra, timeout)
+        proc = run(exe, ["--resume", session_id, "-p", prompt], home, run_dir, extra, timeout)
     if proc.returncode != 0 or REPLY not in proc.stdout:
         raise ClaudeLoaderError(
             f"claude --resume {session_id} failed (rc {proc.returncode}): "

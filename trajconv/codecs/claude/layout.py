@@ -10,7 +10,6 @@ finds the file in any project folder.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from trajconv.codecs.base import safe_component
@@ -24,17 +23,42 @@ SUBAGENTS = "subagents"
 AGENT_PREFIX = "agent-"
 META_SUFFIX = ".meta.json"
 
-_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
-
 
 def default_home() -> Path:
     env = os.environ.get("CLAUDE_CONFIG_DIR")
     return Path(env) if env else Path.home() / CONFIG
 
 
+#: longest project key kept whole; a longer one is cut here and given a hash suffix
+MAX_KEY = 200
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
 def project_key(cwd: str) -> str:
-    """The project folder name the CLI computes from a cwd (``/srv/a.b`` -> ``-srv-a-b``)."""
-    return _NOT_ALNUM.sub("-", cwd)
+    """The project folder name the CLI computes from a cwd (``/srv/a.b`` -> ``-srv-a-b``).
+
+    As the pinned 2.1.332 bundle does it (read in the installed package): every UTF-16 code
+    unit that is not an ASCII letter or digit becomes ``-``; a result over 200 units is cut
+    to 200 and gets ``-`` + base 36 of the absolute 32-bit string hash (``h = h*31 + unit``).
+    """
+    units = memoryview(cwd.encode("utf-16-le", "surrogatepass")).cast("H")
+    key = "".join(chr(u) if chr(u).isascii() and chr(u).isalnum() else "-" for u in units)
+    if len(key) <= MAX_KEY:
+        return key
+    h = 0
+    for u in units:
+        h = (h * 31 + u) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return f"{key[:MAX_KEY]}-{_base36(abs(signed))}"
 
 
 def config_dir(home: Path) -> Path:
