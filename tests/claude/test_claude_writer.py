@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,19 +21,7 @@ from tests.claude.support import (
 from tests.helpers import export_tree
 from trajconv.codecs.claude import layout
 from trajconv.errors import RefusedError
-
-
-def _items(snap: trajconv.Snapshot) -> list[tuple[Any, ...]]:
-    """A read-back Snapshot in the shape of ``expected_items``."""
-    out: list[tuple[Any, ...]] = []
-    for r in snap.records:
-        if r.kind in ("user", "assistant", "reasoning"):
-            out.append((r.kind, r.text))
-        elif r.kind == "tool-call":
-            out.append((r.kind, r.call.name, r.call.arguments))
-        elif r.kind == "tool-result":
-            out.append((r.kind, r.result.output, r.result.ok is False))
-    return out
+from trajconv.loaders.claude import snapshot_items
 
 
 def _written(export: trajconv.Export) -> Path:
@@ -45,7 +32,7 @@ def _written(export: trajconv.Export) -> Path:
 def test_claude_round_trip_keeps_every_record(path: Path, tmp_path: Path) -> None:
     snap, export = trajconv.convert("claude", "claude", path, tmp_path / "out", allow_lossy=True)
     again = trajconv.read("claude", _written(export))
-    assert _items(again) == expected_items(snap)
+    assert snapshot_items(again) == expected_items(snap)
     assert again.session.cwd == snap.session.cwd
     assert [r.result.exit_code for r in again.records if r.kind == "tool-result"] == [
         r.result.exit_code
@@ -63,7 +50,7 @@ def test_other_harnesses_convert_with_named_losses(
     snap = read_other(harness, path, session)
     export = trajconv.write(snap, "claude", tmp_path / "out", allow_lossy=True)
     again = trajconv.read("claude", _written(export))
-    assert _items(again) == expected_items(snap)
+    assert snapshot_items(again) == expected_items(snap)
     diags = {d.code: d.count for d in export.diagnostics}
     assert diags.get("untranslated-reasoning", 0) == sum(
         r.kind == "reasoning" for r in snap.records

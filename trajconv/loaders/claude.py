@@ -19,6 +19,7 @@ turn into it); the export is copied there first and never touched. This module n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -108,25 +109,19 @@ def version(exe: Path, timeout: float = 60.0) -> str:
     """``claude --version`` with a throw-away home, e.g. ``"2.1.332 (Claude Code)"``."""
     with tempfile.TemporaryDirectory(prefix="trajconv-claude-ver-") as tmp:
         proc = run(exe, ["--version"], Path(tmp), Path(tmp), {}, timeout)
-    out = proc.stdout.strip()
-    if proc.returncode != 0 or not out:
-        raise ClaudeLoaderError(
-            f"{exe} --version failed (rc {proc.returncode}): "
-            f"{(proc.stdout + proc.stderr).strip()[-500:]}"
-        )
-    return out
+    if proc.returncode == 0 and proc.stdout.strip():
+        return proc.stdout.strip()
+    output = (proc.stdout + proc.stderr).strip()[-500:]
+    raise ClaudeLoaderError(f"{exe} --version failed (rc {proc.returncode}): {output}")
 
 
 def find(tools_dir: Path) -> Path | None:
     """The pinned ``claude`` under ``tools_dir`` if it runs and reports VERSION, else None."""
     exe = binary_path(tools_dir)
-    if not exe.exists():
-        return None
-    try:
-        ver = version(exe)
-    except ClaudeLoaderError:
-        return None
-    return exe if ver.split()[:1] == [VERSION] else None
+    with contextlib.suppress(ClaudeLoaderError):
+        if exe.exists() and version(exe).split()[0] == VERSION:
+            return exe
+    return None
 
 
 def install(tools_dir: Path, timeout: float = 600.0) -> Path:
@@ -287,18 +282,25 @@ def conversation(items: list[JsonObj]) -> list[tuple[Any, ...]]:
     return out
 
 
+def snapshot_items(snap: Snapshot) -> list[tuple[Any, ...]]:
+    """A Snapshot's conversation in the shape of :func:`conversation` (results: text and
+    whether they failed)."""
+    out: list[tuple[Any, ...]] = []
+    for r in snap.records:
+        if r.kind in ("user", "assistant", "reasoning"):
+            out.append((r.kind, r.text))
+        elif r.kind == "tool-call":
+            out.append((r.kind, r.call.name, r.call.arguments))
+        elif r.kind == "tool-result":
+            out.append((r.kind, r.result.output, r.result.ok is False))
+    return out
+
+
 def check(exe: Path, home_dir: Path, session_id: str, written: Snapshot) -> JsonObj:
     """Resume an export (``home_dir`` = its ``home/``, copied first) for one turn; ``ok`` when
     the first model request carries exactly the conversation ``written`` (the export read back
     by the claude reader) holds, in order, then the new prompt."""
-    expected: list[tuple[Any, ...]] = []
-    for r in written.records:
-        if r.kind in ("user", "assistant", "reasoning"):
-            expected.append((r.kind, r.text))
-        elif r.kind == "tool-call":
-            expected.append((r.kind, r.call.name, r.call.arguments))
-        elif r.kind == "tool-result":
-            expected.append((r.kind, r.result.output, r.result.ok is False))
+    expected = snapshot_items(written)
     if expected and expected[-1][0] != "assistant":
         expected.append(("assistant", "No response requested."))  # the CLI's own placeholder
     prompt = "Please go on from here."
