@@ -35,6 +35,7 @@ def test_fixtures_cover_the_cases() -> None:
         "recorded-thinking",
         "recorded-resume",
         "recorded-subagent",
+        "recorded-subagent-background",
     } <= cases
 
 
@@ -129,6 +130,17 @@ def test_subagent_is_a_child_session_linked_to_the_parent() -> None:
     # the parent keeps the sub-agent transcript and its meta byte for byte
     names = {a.name for a in parent.artifacts}
     assert f"subagents/{child_path.name}" in names
+
+
+def test_background_subagent_result_is_harness_text_not_a_prompt() -> None:
+    snap = _read("recorded-subagent-background")
+    assert [r.text for r in snap.records if r.kind == "user"] == [
+        "Have a helper agent count the files here, in the background."
+    ]
+    note = next(r for r in snap.records if r.kind == "system")
+    assert note.text.startswith("<task-notification>")
+    assert "toolu_01BG_agent" in note.text
+    assert [r.kind for r in snap.records][-1] == "assistant"
 
 
 def test_edge_cases_chain_branches_harness_lines_and_side_lines() -> None:
