@@ -83,7 +83,9 @@ def test_lines_are_one_compact_chain_with_derived_ids(tmp_path: Path) -> None:
     assert [x["parentUuid"] for x in chain[1:]] == [x["uuid"] for x in chain[:-1]]
     assert all("entrypoint" not in x for x in chain)  # shown in the interactive picker
     assert {x["sessionId"] for x in chain} == {one.session_id}
-    assert lines[-2]["type"] == "last-prompt" and lines[-2]["leafUuid"] == chain[-1]["uuid"]
+    last = lines[-1]  # the title is the last prompt: no ai-title line pins it
+    assert last["type"] == "last-prompt" and last["leafUuid"] == chain[-1]["uuid"]
+    assert last["lastPrompt"] == "Which one comes last?"
     assert _written(one).parent.name == layout.project_key("/work/demo")
     assert any(d.code == "ids-derived" for d in one.diagnostics)
 

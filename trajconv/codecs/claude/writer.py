@@ -185,6 +185,7 @@ def plan(
     session = snapshot.session
     signatures = _signatures(snapshot)
     ids: dict[str, str] = {}
+    first_prompt: str | None = None
 
     spool = Spool()
     path = spool.new_file("transcript.jsonl")
@@ -198,6 +199,7 @@ def plan(
             if rec.kind == "user":
                 chain.user(rec.text, rec.time)
                 chain.last_prompt = rec.text
+                first_prompt = first_prompt if first_prompt is not None else rec.text
             elif rec.kind == "assistant":
                 chain.assistant(
                     {"type": "text", "text": rec.text}, rec.model or session.model, rec.time
@@ -253,13 +255,16 @@ def plan(
                     + "\n"
                 ).encode()
             )
-        if session.title:
+        prompts = {(t or "").strip() for t in (first_prompt, chain.last_prompt)}
+        if session.title and session.title.strip() not in prompts:
+            # a title of its own (not one the picker derives from a prompt, which would
+            # then stop following the last prompt as the session goes on)
             out.write(
                 (
                     _dumps({"type": "ai-title", "aiTitle": session.title, "sessionId": sid}) + "\n"
                 ).encode()
             )
-        else:
+        elif not session.title:
             diags.add("title-missing", "ai-title")
 
     rel = f"{layout.CONFIG}/{layout.PROJECTS}/{key}/{sid}{layout.SUFFIX}"
