@@ -196,3 +196,14 @@ def test_home_with_many_sessions_needs_a_session_id(tmp_path: Path) -> None:
     assert trajconv.read("claude", home, session=sid).session.id == sid
     with pytest.raises(FormatError, match="no session"):
         trajconv.read("claude", home, session="00000000-0000-4000-8000-000000000000")
+
+
+def test_older_subagent_file_beside_the_transcripts_names_its_parent(tmp_path: Path) -> None:
+    src = next(CLAUDE.glob("recorded-subagent/.claude/projects/*/*/subagents/agent-*.jsonl"))
+    older = tmp_path / "-work-demo" / src.name  # the layout before 2.1.x: in the project folder
+    older.parent.mkdir()
+    shutil.copy(src, older)
+    snap = trajconv.read("claude", older)
+    assert snap.session.parent_session_id == src.parents[1].name  # from the lines' sessionId
+    assert snap.source.locator == f"-work-demo/{src.name}"
+    assert [r.kind for r in snap.records] == ["user", "assistant"]

@@ -375,14 +375,12 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     transcript = layout.resolve(path, session)
     subagent = layout.is_subagent(transcript)
     name = transcript.name
-    if subagent:
-        project = transcript.parents[2]
-        parent_id: str | None = transcript.parents[1].name
-        locator = f"{project.name}/{parent_id}/{layout.SUBAGENTS}/{name}"
-    else:
-        project = transcript.parent
-        parent_id = None
-        locator = f"{project.name}/{name}"
+    nested = subagent and transcript.parent.name == layout.SUBAGENTS
+    # 2.1.x: <key>/<parent id>/subagents/agent-<id>.jsonl; older: <key>/agent-<id>.jsonl,
+    # whose lines carry the parent's sessionId
+    project = transcript.parents[2] if nested else transcript.parent
+    parent_id: str | None = transcript.parents[1].name if nested else None
+    locator = f"{project.name}/{transcript.relative_to(project).as_posix()}"
     sid = transcript.stem
     b = SnapshotBuilder(
         Source(harness="claude", harness_version=None, session_id=sid, locator=locator), READER
@@ -452,6 +450,6 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         branch=scan.branch,
         created_at=time_from_iso(scan.first_time) if scan.first_time else None,
         updated_at=time_from_iso(scan.last_time) if scan.last_time else None,
-        parent_session_id=parent_id,
+        parent_session_id=parent_id or (scan.session_id if subagent else None),
     )
     return b.build()
