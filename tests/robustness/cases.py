@@ -85,6 +85,12 @@ TARGETS: dict[str, Target] = {
     "cursor": Target("cursor", "*/store.db", "sqlite", _cursor_units),
     # single-thread stores: a multi-thread store needs --session, so every read would refuse
     "deepagents": Target("deepagents", "[!m]*/sessions.db", "sqlite", _deepagents_units),
+    "claude": Target(
+        "claude",
+        "*/.claude/projects/*/*.jsonl",
+        "text",
+        lambda snap, victim: _journal_units(victim.name)(snap, victim),
+    ),
 }
 
 

@@ -107,12 +107,27 @@ def _atif(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
+def _claude(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import claude
+
+    exe = claude.find(tools_dir())
+    if exe is None:
+        return None
+    r = claude.check(exe, export.out_dir / "home", export.session_id, written)
+    return {
+        "ok": r["ok"],
+        "version": claude.VERSION,
+        "detail": f"resumed; request items={r['items']} expected={r['expected']}",
+    }
+
+
 CHECKS = {
     "grok": _grok,
     "copilot": _copilot,
     "deepagents": _deepagents,
     "cursor": _cursor,
     "atif": _atif,
+    "claude": _claude,
 }
 
 

@@ -115,6 +115,13 @@ _CODES: tuple[Code, ...] = (
     _r("pending-tool-call", "warning", "tool call with no result in the source", units=False),
     _r("chain-break", "warning", "native id/parent chain is broken at this unit", units=False),
     _r(
+        "block-dropped",
+        "info",
+        "image, orphan result or redacted block inside a message that gave other records; "
+        "kept in artifacts, not projected",
+        units=False,
+    ),
+    _r(
         "ids-not-unique",
         "info",
         "native ids repeat, so record ids come from positions",

@@ -1,0 +1,14 @@
+"""Claude Code (Anthropic ``claude`` CLI) codec: ``~/.claude/projects/<key>/<id>.jsonl``.
+
+Format facts and sources: ``shared/formats/claude-code.md``; the codec's own
+README.md beside this file states its input contract and what it cannot carry.
+"""
+
+from trajconv.codecs.base import LazyCodec
+
+CODEC = LazyCodec(
+    name="claude",
+    aliases=("claude-code",),
+    description="Claude Code (Anthropic claude CLI): one JSONL transcript per session",
+    package=__name__,
+)

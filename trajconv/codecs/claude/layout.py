@@ -1,0 +1,123 @@
+"""Where Claude Code keeps sessions (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``).
+
+Facts (``shared/formats/claude-code.md`` §1, observed with 2.1.332): transcripts are
+``<config>/projects/<key>/<sessionId>.jsonl``, where ``<key>`` is the cwd with every character
+that is not an ASCII letter or digit replaced by ``-``; sub-agents are
+``<key>/<sessionId>/subagents/agent-<agentId>.jsonl`` (+ ``.meta.json``); ``--resume <id>``
+finds the file in any project folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trajconv.codecs.base import safe_component
+from trajconv.codecs.grok.layout import is_uuid as is_uuid
+from trajconv.errors import FormatError
+
+CONFIG = ".claude"
+PROJECTS = "projects"
+SUFFIX = ".jsonl"
+SUBAGENTS = "subagents"
+AGENT_PREFIX = "agent-"
+META_SUFFIX = ".meta.json"
+
+
+def default_home() -> Path:
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env) if env else Path.home() / CONFIG
+
+
+#: longest project key kept whole; a longer one is cut here and given a hash suffix
+MAX_KEY = 200
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def project_key(cwd: str) -> str:
+    """The project folder name the CLI computes from a cwd (``/srv/a.b`` -> ``-srv-a-b``).
+
+    As the pinned 2.1.332 bundle does it (read in the installed package): every UTF-16 code
+    unit that is not an ASCII letter or digit becomes ``-``; a result over 200 units is cut
+    to 200 and gets ``-`` + base 36 of the absolute 32-bit string hash (``h = h*31 + unit``).
+    """
+    units = memoryview(cwd.encode("utf-16-le", "surrogatepass")).cast("H")
+    key = "".join(chr(u) if chr(u).isascii() and chr(u).isalnum() else "-" for u in units)
+    if len(key) <= MAX_KEY:
+        return key
+    h = 0
+    for u in units:
+        h = (h * 31 + u) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return f"{key[:MAX_KEY]}-{_base36(abs(signed))}"
+
+
+def config_dir(home: Path) -> Path:
+    """``home`` may be a user home (holding ``.claude``) or the config folder itself."""
+    if (home / PROJECTS).is_dir() or home.name == CONFIG:
+        return home
+    if (home / CONFIG).is_dir():
+        return home / CONFIG
+    return home
+
+
+def transcripts(config: Path) -> list[Path]:
+    """Every main transcript ``projects/<key>/<uuid>.jsonl`` under a config folder."""
+    root = config / PROJECTS
+    if not root.is_dir():
+        return []
+    found = []
+    for project in sorted(root.iterdir()):
+        if not project.is_dir() or project.is_symlink():
+            continue
+        for path in sorted(project.glob(f"*{SUFFIX}")):
+            if path.is_file() and not path.is_symlink() and is_uuid(path.stem):
+                found.append(path)
+    return found
+
+
+def subagent_files(transcript: Path) -> list[Path]:
+    """``<id>/subagents/agent-*.jsonl`` beside a main transcript (the 2.1.x layout)."""
+    folder = transcript.parent / transcript.stem / SUBAGENTS
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(f"{AGENT_PREFIX}*{SUFFIX}") if p.is_file())
+
+
+def is_subagent(path: Path) -> bool:
+    return path.name.startswith(AGENT_PREFIX) and path.suffix == SUFFIX
+
+
+def resolve(path: Path, session: str | None) -> Path:
+    """A transcript from a ``.jsonl`` path, or a home / config / project folder + ``--session``."""
+    if path.is_file():
+        if path.suffix == SUFFIX:
+            return path
+        raise FormatError(path, f"not a Claude Code transcript: expected a {SUFFIX} file")
+    if not path.is_dir():
+        raise FormatError(path, "no such file or folder")
+    if session is None:
+        found = [p for p in path.glob(f"*{SUFFIX}") if is_uuid(p.stem)]
+        found = found or transcripts(config_dir(path))
+        if len(found) == 1:
+            return found[0]
+        raise FormatError(
+            path,
+            f"this folder holds {len(found)} Claude Code sessions; pick one with --session ID",
+        )
+    safe_component(session, "session id", path)
+    candidates = [path / f"{session}{SUFFIX}"]
+    candidates += [t for t in transcripts(config_dir(path)) if t.stem == session]
+    for cand in candidates:
+        if cand.is_file():
+            return cand
+    raise FormatError(path, f"no session {session!r} under {path}")

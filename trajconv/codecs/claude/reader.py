@@ -1,0 +1,455 @@
+"""Claude Code reader: ``projects/<key>/<id>.jsonl`` (or a sub-agent transcript) -> Snapshot.
+
+Format facts: ``shared/formats/claude-code.md`` (observed with 2.1.332). Rules implemented:
+
+* the conversation is the ``parentUuid`` chain from the leaf the CLI resumes: the last
+  ``last-prompt.leafUuid`` that names a chain line, else the newest leaf (latest timestamp,
+  then last in the file); a ``compact_boundary`` (``parentUuid`` null) is crossed through its
+  ``logicalParentUuid``. Chain lines off that path are counted as ``rewound`` (branches left
+  behind), sidechain lines inside a main file as ``nested-namespace``;
+* one record per content block (an assistant line holds one block in 2.1.x): ``text`` ->
+  user / assistant, ``thinking`` -> reasoning (the signature stays in the artifact; evidence
+  points at the block), ``tool_use`` -> tool-call, ``tool_result`` -> tool-result with ``ok``
+  from ``is_error`` (absent = success) and the exit status from an ``Exit code N`` heading;
+* user text the CLI writes itself (``isMeta``, task notifications, command echoes, interrupt
+  markers, compaction summaries) becomes ``system`` records, never user prompts; assistant
+  lines of the ``<synthetic>`` model (API error notices) too;
+* ``attachment`` lines (harness context) and side lines (``last-prompt``, ``queue-operation``,
+  ``api-request*``, ``cost-state`` ...) are counted by name; titles come from the side lines;
+* record ids are ``claude:<uuid>`` (``:<block>`` for the second and later blocks of a line).
+
+The chain needs one pass over the file before the records (``uuid`` -> parent, about 100 bytes
+a line). When the chain runs in file order (every file the CLI writes) records are then made
+in one streaming pass; a shuffled file is projected from the chain lines held in memory.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs.base import Limits
+from trajconv.codecs.claude import layout, native
+from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
+from trajconv.errors import LimitError
+from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Session, Snapshot, Source
+
+READER = "claude/1"
+
+
+@dataclass
+class _Scan:
+    """What the first pass learns: the tree and the session facts."""
+
+    parent: dict[str, str | None] = field(default_factory=dict)
+    line_of: dict[str, int] = field(default_factory=dict)
+    stamp: dict[str, str] = field(default_factory=dict)
+    has_child: set[str] = field(default_factory=set)
+    sidechain: set[str] = field(default_factory=set)
+    leaf_hint: str | None = None
+    titles: dict[str, str] = field(default_factory=dict)
+    version: str | None = None
+    session_id: str | None = None
+    cwd: str | None = None
+    branch: str | None = None
+    first_time: str | None = None
+    last_time: str | None = None
+
+    def line(self, number: int, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        ts = obj.get("timestamp")
+        if isinstance(ts, str):
+            self.first_time = min(self.first_time or ts, ts)
+            self.last_time = max(self.last_time or ts, ts)
+        if isinstance(obj.get("version"), str) and self.version is None:
+            self.version = obj["version"]
+        if isinstance(obj.get("sessionId"), str) and self.session_id is None:
+            self.session_id = obj["sessionId"]
+        if kind in native.CHAIN_TYPES:
+            uid = obj.get("uuid")
+            if not isinstance(uid, str) or uid in self.line_of:
+                return
+            parent = obj.get("parentUuid")
+            if parent is None and isinstance(obj.get("logicalParentUuid"), str):
+                parent = obj["logicalParentUuid"]  # compaction boundary: history goes on
+            parent = parent if isinstance(parent, str) else None
+            self.parent[uid] = parent
+            self.line_of[uid] = number
+            if isinstance(ts, str):
+                self.stamp[uid] = ts
+            if parent is not None:
+                self.has_child.add(parent)
+            if obj.get("isSidechain") is True:
+                self.sidechain.add(uid)
+            self.cwd = native.str_or_none(obj.get("cwd")) or self.cwd
+            self.branch = native.str_or_none(obj.get("gitBranch")) or self.branch
+        elif kind == "last-prompt":
+            if isinstance(obj.get("leafUuid"), str):
+                self.leaf_hint = obj["leafUuid"]
+            self._title(kind, obj.get("lastPrompt"))
+        elif kind == "custom-title":
+            self._title(kind, obj.get("customTitle"))
+        elif kind == "ai-title":
+            self._title(kind, obj.get("aiTitle"))
+        elif kind == "summary":
+            self._title(kind, obj.get("summary"))
+
+    def _title(self, kind: str, value: Any) -> None:
+        text = native.str_or_none(value)
+        if text is not None:
+            self.titles[kind] = text.strip()
+
+    def chain(self, subagent: bool) -> list[int]:
+        """Line numbers of the resumed conversation, root first."""
+        leaf = self.leaf_hint if self.leaf_hint in self.line_of else None
+        if leaf is None:
+            leaves = [
+                u
+                for u in self.line_of
+                if u not in self.has_child and (u in self.sidechain) == subagent
+            ]
+            if not leaves:
+                return []
+            leaf = max(leaves, key=lambda u: (self.stamp.get(u, ""), self.line_of[u]))
+        path: list[int] = []
+        seen: set[str] = set()
+        node: str | None = leaf
+        while node is not None and node in self.line_of and node not in seen:
+            seen.add(node)
+            path.append(self.line_of[node])
+            node = self.parent.get(node)
+        path.reverse()
+        return path
+
+
+class _Projector:
+    def __init__(self, b: SnapshotBuilder, name: str) -> None:
+        self.b = b
+        self.d = b.diagnostics
+        self.name = name
+        self.turn: int | None = None
+        self.calls: dict[str, str] = {}  # call id -> record id
+        self.done: set[str] = set()
+        self.model: str | None = None
+        self.first_prompt: str | None = None
+
+    # -- one chain line
+    def line(self, number: int, obj: dict[str, Any]) -> None:
+        place = f"{self.name}:{number}"
+        kind = obj.get("type")
+        uid = str(obj.get("uuid"))
+        ts = obj.get("timestamp")
+        time = time_from_iso(ts) if isinstance(ts, str) else None
+        unit = _Unit(self, number, uid, time)
+        if kind == "user":
+            self.user(unit, obj)
+        elif kind == "assistant":
+            self.assistant(unit, obj)
+        elif kind == "system":
+            subtype = obj.get("subtype")
+            content = obj.get("content")
+            if subtype in ("compact_boundary", "microcompact_boundary"):
+                self.d.add("compaction-state", place, name=f"system:{subtype}")
+            elif isinstance(content, str) and content.strip():
+                unit.text("system", content, f"system:{subtype}", None)
+            else:
+                self.d.add("lifecycle-dropped", place, name=f"system:{subtype}")
+        else:
+            sub = obj.get("attachment")
+            sub_type = sub.get("type") if isinstance(sub, dict) else None
+            self.d.add("lifecycle-dropped", place, name=f"{kind}:{sub_type}" if sub_type else kind)
+        unit.finish()
+
+    def user(self, unit: _Unit, obj: dict[str, Any]) -> None:
+        msg = obj.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        harness = (
+            obj.get("isMeta") is True
+            or obj.get("isCompactSummary") is True
+            or obj.get("isVisibleInTranscriptOnly") is True
+            or isinstance(obj.get("origin"), dict)
+            or obj.get("promptSource") == "system"
+        )
+        if isinstance(content, str):
+            self.user_text(unit, content, harness, None)
+            return
+        if not isinstance(content, list):
+            unit.drop("invalid-line")
+            return
+        for i, block in enumerate(content):
+            path = f"$.message.content[{i}]"
+            btype = block.get("type") if isinstance(block, dict) else None
+            if btype == "text" and isinstance(block.get("text"), str):
+                self.user_text(unit, block["text"], harness, path)
+            elif btype == "tool_result":
+                self.result(unit, block, path)
+            else:
+                unit.drop("non-text-content", name=str(btype))
+
+    def user_text(self, unit: _Unit, text: str, harness: bool, path: str | None) -> None:
+        if not text.strip():
+            unit.drop("empty-content")
+        elif harness or native.HARNESS_TEXT.match(text):
+            unit.text("system", text, "user(harness)", path)
+        else:
+            self.turn = 0 if self.turn is None else self.turn + 1
+            self.first_prompt = self.first_prompt or text
+            unit.text("user", text, "user", path)
+
+    def result(self, unit: _Unit, block: dict[str, Any], path: str) -> None:
+        call_id = block.get("tool_use_id")
+        if not isinstance(call_id, str) or call_id not in self.calls:
+            unit.drop("orphan-tool-result")
+            return
+        if call_id in self.done:
+            unit.drop("repeated-terminal-result")
+            return
+        output = native.text_of(block.get("content"))
+        if output is None:
+            output = ""
+        if isinstance(block.get("content"), list) and any(
+            isinstance(c, dict) and c.get("type") != "text" for c in block["content"]
+        ):
+            self.d.add("block-dropped", f"{self.name}:{unit.number}", name="tool_result:image")
+        failed = block.get("is_error") is True
+        match = native.EXIT_CODE.match(output)
+        exit_code = int(match.group(1)) if match else None
+        self.done.add(call_id)
+        unit.add(
+            lambda rid, ev: self.b.add_result(
+                rid,
+                call_id,
+                not failed,
+                output,
+                time=unit.time,
+                turn=self.turn,
+                evidence=ev,
+                exit_code=exit_code,
+            ),
+            "tool_result",
+            path,
+        )
+
+    def assistant(self, unit: _Unit, obj: dict[str, Any]) -> None:
+        msg = obj.get("message")
+        if not isinstance(msg, dict) or not isinstance(msg.get("content"), list):
+            unit.drop("invalid-line")
+            return
+        model = native.str_or_none(msg.get("model"))
+        synthetic = model == native.SYNTHETIC_MODEL or obj.get("isApiErrorMessage") is True
+        if model and not synthetic:
+            self.model = model
+        for i, block in enumerate(msg["content"]):
+            path = f"$.message.content[{i}]"
+            btype = block.get("type") if isinstance(block, dict) else None
+            if btype == "text" and isinstance(block.get("text"), str):
+                if not block["text"].strip():
+                    unit.drop("empty-content")
+                elif synthetic:
+                    unit.text("system", block["text"], "assistant(synthetic)", path)
+                else:
+                    unit.text("assistant", block["text"], "text", path, model)
+            elif btype == "thinking" and isinstance(block.get("thinking"), str):
+                unit.text("reasoning", block["thinking"], "thinking", path, model)
+            elif btype == "redacted_thinking":
+                unit.drop("redacted-content", name=btype)
+            elif btype == "tool_use" and isinstance(block.get("id"), str):
+                call_id, name = block["id"], str(block.get("name") or "")
+                args = block.get("input")
+                unit.add(
+                    lambda rid, ev, c=call_id, n=name, a=args: self.b.add_call(
+                        rid, c, n, a, time=unit.time, turn=self.turn, evidence=ev
+                    ),
+                    "tool_use",
+                    path,
+                    remember=call_id,
+                )
+            else:
+                unit.drop("non-text-content", name=str(btype))
+
+    def finish(self) -> None:
+        for call_id, rid in self.calls.items():
+            if call_id not in self.done:
+                self.d.add("pending-tool-call", rid)
+
+
+class _Unit:
+    """One line: its first record carries the unit; a line with none is counted once."""
+
+    def __init__(self, proj: _Projector, number: int, uid: str, time: str | None) -> None:
+        self.proj = proj
+        self.number = number
+        self.uid = uid
+        self.time = time
+        self.records = 0
+        self.dropped: list[tuple[str, str | None]] = []
+
+    def _ev(self, native_kind: str, path: str | None) -> Any:
+        return evidence(
+            artifact=self.proj.name,
+            line=self.number,
+            json_path=path,
+            native=native_kind,
+            native_id=self.uid,
+            units=1 if self.records == 0 else 0,
+        )
+
+    def _rid(self) -> str:
+        return f"claude:{self.uid}" if self.records == 0 else f"claude:{self.uid}:{self.records}"
+
+    def add(
+        self, make: Any, native_kind: str, path: str | None, remember: str | None = None
+    ) -> None:
+        rid = self._rid()
+        make(rid, self._ev(native_kind, path))
+        self.records += 1
+        if remember is not None:
+            self.proj.calls.setdefault(remember, rid)
+
+    def text(
+        self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
+    ) -> None:
+        self.add(
+            lambda rid, ev: self.proj.b.add_text(
+                kind, rid, text, time=self.time, turn=self.proj.turn, evidence=ev, model=model
+            ),
+            native_kind,
+            path,
+        )
+
+    def drop(self, code: str, name: str | None = None) -> None:
+        self.dropped.append((code, name))
+
+    def finish(self) -> None:
+        place = f"{self.proj.name}:{self.number}"
+        for i, (code, name) in enumerate(self.dropped):
+            if self.records == 0 and i == 0:
+                self.proj.d.add(code, place, name=name)
+            else:
+                self.proj.d.add("block-dropped", place, name=name or code)
+
+
+def _side(number: int, obj: dict[str, Any], d: Diagnostics, name: str) -> None:
+    kind = obj.get("type")
+    place = f"{name}:{number}"
+    if not isinstance(kind, str):
+        d.add("invalid-line", place)
+    elif kind in native.CHAIN_TYPES:
+        d.add("invalid-line", place)  # a chain line without a uuid cannot be placed
+    elif kind in native.SIDE_TYPES:
+        d.add("lifecycle-dropped", place, name=kind)
+    else:
+        d.add("unknown-kind", place, name=kind)
+
+
+def _subagent_meta(path: Path, b: SnapshotBuilder) -> None:
+    meta = path.with_name(path.stem + layout.META_SUFFIX)
+    if meta.is_file():
+        b.add_artifact(meta.name, "application/json", read_bounded(meta, 16 * 1024**2))
+
+
+def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> None:
+    """The sub-agent transcripts beside a main transcript, kept byte for byte."""
+    for sub in layout.subagent_files(path):
+        rel = f"{layout.SUBAGENTS}/{sub.name}"
+        budget += sub.stat().st_size
+        limits.check("max_session_bytes", budget, sub)
+        b.add_artifact_file(
+            rel, "application/x-ndjson", sub, limits.max_session_bytes, "max_session_bytes"
+        )
+        meta = sub.with_name(sub.stem + layout.META_SUFFIX)
+        if meta.is_file():
+            b.add_artifact(
+                f"{layout.SUBAGENTS}/{meta.name}",
+                "application/json",
+                read_bounded(meta, 16 * 1024**2),
+            )
+
+
+def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
+    limits = limits or Limits()
+    transcript = layout.resolve(path, session)
+    subagent = layout.is_subagent(transcript)
+    name = transcript.name
+    nested = subagent and transcript.parent.name == layout.SUBAGENTS
+    # 2.1.x: <key>/<parent id>/subagents/agent-<id>.jsonl; older: <key>/agent-<id>.jsonl,
+    # whose lines carry the parent's sessionId
+    project = transcript.parents[2] if nested else transcript.parent
+    parent_id: str | None = transcript.parents[1].name if nested else None
+    locator = f"{project.name}/{transcript.relative_to(project).as_posix()}"
+    sid = transcript.stem
+    b = SnapshotBuilder(
+        Source(harness="claude", harness_version=None, session_id=sid, locator=locator), READER
+    )
+    utf8 = Utf8Tally()
+    blob = b.add_artifact_file(
+        name,
+        "application/x-ndjson",
+        transcript,
+        limits.max_session_bytes,
+        "max_session_bytes",
+        utf8=utf8.verdict,
+    )
+    copy = blob.whole_file
+    assert copy is not None
+    if subagent:
+        _subagent_meta(transcript, b)
+    else:
+        _children(transcript, b, limits, blob.size)
+
+    scan = _Scan()
+    try:
+        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
+            scan.line(number, obj)
+    except LimitError:
+        pass  # the projection below refuses the same line with the same error
+    chain = scan.chain(subagent)
+    on_chain = set(chain)
+    in_order = all(a < b_ for a, b_ in itertools.pairwise(chain))
+    b.source = Source(
+        harness="claude", harness_version=scan.version, session_id=sid, locator=locator
+    )
+
+    proj = _Projector(b, name)
+    held: dict[int, dict[str, Any]] = {}
+    seen: set[str] = set()
+    max_records = limits.max_records
+    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
+        uid = obj.get("uuid")
+        if obj.get("type") not in native.CHAIN_TYPES or not isinstance(uid, str):
+            _side(number, obj, b.diagnostics, name)
+            continue
+        if uid in seen:
+            b.diagnostics.add("duplicate-message", f"{name}:{number}")
+            continue
+        seen.add(uid)
+        if number not in on_chain:
+            code = "nested-namespace" if uid in scan.sidechain and not subagent else "rewound"
+            b.diagnostics.add(code, f"{name}:{number}")
+        elif in_order:
+            proj.line(number, obj)
+        else:
+            held[number] = obj
+        if b.record_count > max_records:
+            raise LimitError(transcript, "max_records", max_records, line=number)
+    for number in chain if held else ():
+        proj.line(number, held[number])
+    proj.finish()
+
+    titles = scan.titles
+    title = next((titles[k] for k in native.TITLE_TYPES if k in titles), None)
+    b.session = Session(
+        id=sid,
+        title=title or (proj.first_prompt.strip() if proj.first_prompt else None),
+        cwd=scan.cwd,
+        model=proj.model,
+        branch=scan.branch,
+        created_at=time_from_iso(scan.first_time) if scan.first_time else None,
+        updated_at=time_from_iso(scan.last_time) if scan.last_time else None,
+        parent_session_id=parent_id or (scan.session_id if subagent else None),
+    )
+    return b.build()

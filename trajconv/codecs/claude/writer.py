@@ -1,0 +1,284 @@
+"""Claude Code writer: Snapshot -> ``home/.claude/projects/<key>/<uuid>.jsonl``.
+
+What the CLI needs to resume (``shared/formats/claude-code.md`` §2, §4-§6, §9, observed with
+2.1.332): compact JSON lines, one ``parentUuid`` chain (``null`` only on the root), chain lines
+with ``type``/``uuid``/``parentUuid``/``sessionId``/``message``; one content block per assistant
+line, the lines of one model response sharing ``message.id``; every ``tool_use`` answered by a
+``tool_result`` (the CLI silently drops an unanswered call's whole message). No ``entrypoint``:
+sessions written with ``sdk-cli`` are hidden from the interactive picker.
+
+Rules of this writer:
+
+* line uuids and ``message.id`` are derived from the Snapshot id and record position
+  (``ids-derived``); the session id is kept when it is a UUID;
+* user text -> a user line with string content; assistant text -> a ``text`` block; tool
+  calls -> ``tool_use`` (``input`` must be an object: anything else is wrapped as
+  ``{"_raw": value}`` and named ``defaults-assumed``); a tool result -> a ``tool_result`` with
+  ``is_error`` from ``ok`` and, for a non-zero exit status, the ``Exit code N`` heading the CLI
+  itself writes on failed shell commands;
+* reasoning becomes a ``thinking`` block only with the signature the API gave for it, which
+  only a Claude Code source has (read back from the source transcript kept in the Snapshot);
+  any other reasoning is left out (``untranslated-reasoning``): a signature is never invented;
+* system text -> a ``system`` line (``subtype: informational``), which the CLI keeps but does
+  not send to the model; observations are ``untranslated-observation``;
+* times are the source's; a record without one gets no ``timestamp`` (the CLI loads such lines).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    Limits,
+    check_continuable,
+    dropped_code,
+    safe_component,
+)
+from trajconv.codecs.claude import layout, native
+from trajconv.codecs.jsonl import iter_file_objects, iter_objects
+from trajconv.errors import RefusedError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.spool import Blob, Spool
+
+#: what the Messages API accepts as a ``tool_use`` id
+_TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
+
+
+def _dumps(value: Any) -> str:
+    """Compact JSON with non-ASCII kept, as the CLI's ``JSON.stringify`` writes it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
+    sid = snapshot.session.id
+    if layout.is_uuid(sid):
+        return str(uuid.UUID(sid))
+    diags.add("ids-derived", "session id")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:claude-session"))
+
+
+def _signatures(snapshot: Snapshot) -> dict[tuple[str, int, str], str]:
+    """``(artifact, line, json_path) -> signature`` of the thinking blocks of a Claude Code
+    source, read from its transcript artifacts (only when it has reasoning records)."""
+    if snapshot.source.harness != "claude":
+        return {}
+    wanted = {
+        (r.evidence.artifact, r.evidence.line)
+        for r in snapshot.records
+        if r.kind == "reasoning" and r.evidence.native == "thinking"
+    }
+    found: dict[tuple[str, int, str], str] = {}
+    for name in {a for a, _ in wanted}:
+        art = next((a for a in snapshot.artifacts if a.name == name), None)
+        blob = art.blob if art is not None else None
+        if blob is None:
+            continue
+        whole = blob.whole_file  # the transcript copy, parsed a line at a time
+        lines = (
+            iter_file_objects(whole, name, Diagnostics(), Limits())
+            if whole is not None
+            else iter_objects(blob.read(), name, Diagnostics(), Limits())
+        )
+        for number, obj in lines:
+            if (name, number) not in wanted:
+                continue
+            msg = obj.get("message")
+            blocks = msg.get("content") if isinstance(msg, dict) else None
+            for i, block in enumerate(blocks if isinstance(blocks, list) else []):
+                sig = block.get("signature") if isinstance(block, dict) else None
+                if isinstance(sig, str) and sig:
+                    found[(name, number, f"$.message.content[{i}]")] = sig
+    return found
+
+
+class _Chain:
+    """Chain lines written to a spool file as they are made; ids from the Snapshot."""
+
+    def __init__(self, snapshot: Snapshot, sid: str, cwd: str, out: Any) -> None:
+        self.snapshot = snapshot
+        self.sid = sid
+        self.cwd = cwd
+        self.out = out
+        self.parent: str | None = None
+        self.n = 0
+        self.message_id: str | None = None
+        self.last_prompt: str | None = None
+        self.branch = snapshot.session.branch
+
+    def _uuid(self, what: str) -> str:
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:claude:{what}"))
+
+    def line(self, kind: str, time: str | None, **fields: Any) -> None:
+        self.n += 1
+        uid = self._uuid(f"line:{self.n}")
+        obj: dict[str, Any] = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.sid,
+        }
+        if self.branch:
+            obj["gitBranch"] = self.branch
+        obj["type"] = kind
+        obj.update(fields)
+        obj["uuid"] = uid
+        if time is not None:
+            obj["timestamp"] = time
+        self.out.write((_dumps(obj) + "\n").encode())
+        self.parent = uid
+        if kind != "assistant":
+            self.message_id = None
+
+    def assistant(self, block: dict[str, Any], model: str | None, time: str | None) -> None:
+        if self.message_id is None:
+            self.message_id = "msg_trajconv_" + self._uuid(f"message:{self.n}").replace("-", "")
+        stop = "tool_use" if block["type"] == "tool_use" else "end_turn"
+        message: dict[str, Any] = {"id": self.message_id, "type": "message", "role": "assistant"}
+        if model:
+            message["model"] = model
+        message |= {"content": [block], "stop_reason": stop, "stop_sequence": None}
+        self.line("assistant", time, message=message)
+
+    def user(self, content: Any, time: str | None, **extra: Any) -> None:
+        self.line("user", time, message={"role": "user", "content": content}, **extra)
+
+
+def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
+    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
+
+
+def _tool_id(call_id: str, snapshot: Snapshot, ids: dict[str, str], diags: Diagnostics) -> str:
+    if _TOOL_ID.match(call_id):
+        return call_id
+    if call_id not in ids:
+        diags.add("ids-derived", "tool_use id")
+        digest = uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:tool:{call_id}")
+        ids[call_id] = "toolu_" + digest.hex
+    return ids[call_id]
+
+
+def _result_text(output: str, exit_code: int | None) -> str:
+    if exit_code is None or exit_code == 0 or native.EXIT_CODE.match(output):
+        return output
+    return f"Exit code {exit_code}\n{output}"
+
+
+def plan(
+    snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
+) -> ExportPlan:
+    diags = Diagnostics()
+    drop = check_continuable(snapshot, "claude", allow_lossy=allow_lossy)
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError("refusing to write claude: the session has no cwd; pass --cwd DIR")
+    sid = safe_component(session_id(snapshot, diags), "session id")
+    key = layout.project_key(workdir)
+    session = snapshot.session
+    signatures = _signatures(snapshot)
+    ids: dict[str, str] = {}
+    first_prompt: str | None = None
+
+    spool = Spool()
+    path = spool.new_file("transcript.jsonl")
+    with path.open("wb") as out:
+        chain = _Chain(snapshot, sid, workdir, out)
+        diags.add("ids-derived", "uuid / parentUuid / message.id")
+        for rec in snapshot.records:
+            if rec.id in drop:
+                diags.add(dropped_code(rec.kind), rec.id)
+                continue
+            if rec.kind == "user":
+                chain.user(rec.text, rec.time)
+                chain.last_prompt = rec.text
+                first_prompt = first_prompt if first_prompt is not None else rec.text
+            elif rec.kind == "assistant":
+                chain.assistant(
+                    {"type": "text", "text": rec.text}, rec.model or session.model, rec.time
+                )
+            elif rec.kind == "reasoning":
+                ev = rec.evidence
+                sig = signatures.get((ev.artifact, ev.line or 0, ev.json_path or ""))
+                if sig is None:
+                    diags.add("untranslated-reasoning", rec.id)
+                    continue
+                thinking = {"type": "thinking", "thinking": rec.text, "signature": sig}
+                chain.assistant(thinking, rec.model or session.model, rec.time)
+            elif rec.kind == "tool-call":
+                args = rec.call.arguments
+                if not isinstance(args, dict):
+                    diags.add("defaults-assumed", rec.id)
+                    args = {"_raw": args}
+                block: dict[str, Any] = {
+                    "type": "tool_use",
+                    "id": _tool_id(rec.call.id, snapshot, ids, diags),
+                    "name": rec.call.name,
+                    "input": args,
+                }
+                chain.assistant(block, session.model, rec.time)
+            elif rec.kind == "tool-result":
+                res = rec.result
+                if res.ok is None:
+                    diags.add("tool-status-assumed", rec.id)
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": _tool_id(res.call_id, snapshot, ids, diags),
+                    "content": _result_text(res.output, res.exit_code),
+                    "is_error": res.ok is False,
+                }
+                chain.user([result], rec.time)
+            elif rec.kind == "system":
+                chain.line(
+                    "system", rec.time, subtype="informational", content=rec.text, level="info"
+                )
+            else:
+                diags.add(f"untranslated-{rec.kind}", rec.id)
+        if chain.last_prompt is not None:
+            out.write(
+                (
+                    _dumps(
+                        {
+                            "type": "last-prompt",
+                            "lastPrompt": chain.last_prompt,
+                            "leafUuid": chain.parent,
+                            "sessionId": sid,
+                        }
+                    )
+                    + "\n"
+                ).encode()
+            )
+        prompts = {(t or "").strip() for t in (first_prompt, chain.last_prompt)}
+        if session.title and session.title.strip() not in prompts:
+            # a title of its own (not one the picker derives from a prompt, which would
+            # then stop following the last prompt as the session goes on)
+            out.write(
+                (
+                    _dumps({"type": "ai-title", "aiTitle": session.title, "sessionId": sid}) + "\n"
+                ).encode()
+            )
+        elif not session.title:
+            diags.add("title-missing", "ai-title")
+
+    rel = f"{layout.CONFIG}/{layout.PROJECTS}/{key}/{sid}{layout.SUFFIX}"
+    return ExportPlan(
+        target="claude",
+        session_id=sid,
+        snapshot_id=snapshot.id,
+        files=[ExportFile(f"home/{rel}", _spooled(path, spool))],
+        session_paths=[rel],
+        resume_argv=["claude", "--resume", sid],
+        diagnostics=diags.to_models(),
+        dir_modes={layout.CONFIG: 0o700},
+        notes=[
+            f"`claude --resume {sid}` finds the session from any directory; "
+            f"the picker (`claude --resume`) lists it under {workdir}"
+        ],
+    )
