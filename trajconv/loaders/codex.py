@@ -1,0 +1,277 @@
+"""OpenAI Codex CLI (npm ``@openai/codex``) as a native loader: install it pinned, resume a
+written session offline against the project's loopback model server, and read back what the
+model was sent.
+
+Facts used (``shared/formats/codex.md``, "Offline loader check", observed with 0.171.0 and
+re-checked here):
+
+* the npm package is a small node launcher; the Rust binary comes with the platform package
+  (``@openai/codex-linux-x64`` etc., an optional dependency);
+* sessions live under ``$CODEX_HOME`` (default ``~/.codex``); the CLI writes its SQLite
+  state, logs and config there, so every run gets a scratch ``HOME``/``CODEX_HOME``;
+* ``codex exec resume <id> "<prompt>"`` replays the rollout's ``response_item`` lines as the
+  model history; a ``[model_providers.<id>]`` entry in ``config.toml`` with ``wire_api =
+  "responses"`` and a loopback ``base_url`` makes the one model request go to the
+  :class:`fixtures.record.modelserver.ModelServer`; the session's
+  ``session_meta.model_provider`` must be absent or equal to that provider id.
+
+Nothing here talks to an address other than 127.0.0.1. This module never prints and never
+exits; failures come back as :class:`CodexLoaderError`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from trajconv.loaders.npm import npm_install
+
+PACKAGE = "@openai/codex"
+VERSION = "0.171.0"
+NPM_DIR = "npm-codex"
+#: the provider id the loopback config defines (and the writer's default ``model_provider``)
+PROVIDER_ID = "trajconv-local"
+STUB_MODEL = "stub-model"
+INSTALL_HINT = (
+    "Codex CLI not installed: run `python -m trajconv.loaders install codex` "
+    f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
+)
+
+JsonObj = dict[str, Any]
+
+
+class CodexLoaderError(RuntimeError):
+    """The Codex CLI could not be installed, started, or did not do what was asked."""
+
+
+# --------------------------------------------------------------------------- install / find
+
+
+def binary_path(tools_dir: Path) -> Path:
+    """Where the pinned install puts the ``codex`` launcher."""
+    return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "codex"
+
+
+#: variables passed through from the caller: search path, locale, TLS trust. No keys.
+_PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def scratch_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment whose HOME and CODEX_HOME are the scratch ``home``."""
+    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env |= {
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "LANG": env.get("LANG", "C.UTF-8"),
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def version(exe: Path, timeout: float = 60.0) -> str:
+    """``codex --version`` with a throw-away home, e.g. ``"codex-cli 0.171.0"``."""
+    with tempfile.TemporaryDirectory(prefix="trajconv-codex-ver-") as tmp:
+        try:
+            proc = subprocess.run(
+                [str(exe), "--version"],
+                cwd=tmp,
+                env=scratch_env(Path(tmp)),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CodexLoaderError(f"cannot run {exe} --version: {exc}") from exc
+    out = proc.stdout.strip()
+    if proc.returncode != 0 or not out:
+        raise CodexLoaderError(
+            f"{exe} --version failed (rc {proc.returncode}): {proc.stderr.strip()[-500:]}"
+        )
+    return out.splitlines()[-1]
+
+
+def find(tools_dir: Path) -> Path | None:
+    """The pinned ``codex`` under ``tools_dir`` if it runs and reports VERSION, else None."""
+    exe = binary_path(tools_dir)
+    if not exe.exists():
+        return None
+    try:
+        ver = version(exe)
+    except CodexLoaderError:
+        return None
+    return exe if ver.split()[-1:] == [VERSION] else None
+
+
+def install(tools_dir: Path, timeout: float = 900.0) -> Path:
+    """Install PACKAGE@VERSION into ``<tools_dir>/npm-codex`` (idempotent); return the launcher."""
+    found = find(tools_dir)
+    if found is not None:
+        return found
+    npm_install(
+        tools_dir.absolute() / NPM_DIR,
+        [f"{PACKAGE}@{VERSION}"],
+        error=CodexLoaderError,
+        timeout=timeout,
+        home_env=lambda home: {"CODEX_HOME": str(home / ".codex")},
+    )
+    found = find(tools_dir)
+    if found is None:
+        raise CodexLoaderError(
+            f"{binary_path(tools_dir)} does not report codex {VERSION} after npm install"
+        )
+    return found
+
+
+def offline_config(base_url: str, provider: str = PROVIDER_ID, model: str = STUB_MODEL) -> str:
+    """``config.toml`` that sends every model request to ``base_url`` (loopback)."""
+    q = json.dumps  # TOML basic strings accept JSON string escapes for these values
+    return "\n".join(
+        [
+            f"model = {q(model)}",
+            f"model_provider = {q(provider)}",
+            "",
+            f"[model_providers.{q(provider)}]",
+            'name = "trajconv loopback"',
+            f"base_url = {q(base_url)}",
+            'wire_api = "responses"',
+            'env_key = "TRAJCONV_STUB_KEY"',
+            "",
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- isolated runs
+
+#: the repository root (``fixtures.record.modelserver`` is imported from there)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _loopback_up() -> None:
+    """Bring ``lo`` up inside a fresh network namespace (``unshare -rn`` leaves it down)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(sock, siocgifflags, request))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sh", b"lo", flags | iff_up))
+
+
+def _serve_and_run(job: JsonObj) -> JsonObj:
+    """Start the scripted model server, write the loopback config, run each codex argv.
+
+    ``job``: ``{"exe", "home", "cwd", "log", "steps", "side", "runs": [[arg, ...], ...],
+    "timeout", "provider", "model", "extra_config"}``. Returns ``{"runs": [{"rc", "stdout",
+    "stderr"}], "consumed", "overrun"}``.
+    """
+    from fixtures.record.modelserver import ModelServer
+
+    home = Path(job["home"])
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    results: list[JsonObj] = []
+    with ModelServer(list(job["steps"]), Path(job["log"]), side=list(job.get("side") or [])) as srv:
+        config = offline_config(srv.base_url, job.get("provider", PROVIDER_ID), job["model"])
+        (codex_home / "config.toml").write_text(
+            config + str(job.get("extra_config") or ""), encoding="utf-8"
+        )
+        extra = {"TRAJCONV_STUB_KEY": "dummy-not-a-key"}
+        if job.get("gitconfig"):
+            extra["GIT_CONFIG_GLOBAL"] = str(job["gitconfig"])
+        env = scratch_env(home, extra)
+        for args in job["runs"]:
+            try:
+                proc = subprocess.run(
+                    [str(job["exe"]), *args],
+                    cwd=str(job["cwd"]),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=float(job.get("timeout", 180)),
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                results.append({"rc": None, "stdout": "", "stderr": str(exc)})
+                break
+            results.append({"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr})
+            if proc.returncode != 0:
+                break
+        return {"runs": results, "consumed": srv.consumed, "overrun": srv.overrun}
+
+
+def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
+    """Run :func:`_serve_and_run` inside ``unshare -rn`` (loopback only) when the system
+    allows it, else in this process. The answer says which (``network_isolated``).
+
+    Without a network namespace the CLI could reach other addresses on its own (0.171.0 runs
+    ``git ls-remote https://github.com/openai/plugins.git`` at start-up), so the job's git
+    config maps every https URL to a dead loopback port either way.
+    """
+    from trajconv.loaders.cursor import _unshare_prefix
+
+    job = dict(job)
+    workdir = Path(job["log"]).parent
+    workdir.mkdir(parents=True, exist_ok=True)
+    gitconfig = workdir / "gitconfig"
+    gitconfig.write_text('[url "http://127.0.0.1:9/"]\n\tinsteadOf = https://\n', encoding="utf-8")
+    job["gitconfig"] = str(gitconfig)
+    prefix = _unshare_prefix() if isolate else []
+    if not prefix:
+        answer = _serve_and_run(job)
+        answer["network_isolated"] = False
+        return answer
+    job_file = workdir / "job.json"
+    out_file = workdir / "job-answer.json"
+    job_file.write_text(json.dumps(job), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
+    env["PYTHONPATH"] = str(REPO)
+    timeout = float(job.get("timeout", 180)) * (len(job["runs"]) + 1)
+    try:
+        proc = subprocess.run(
+            [*prefix, sys.executable, "-m", "trajconv.loaders.codex", str(job_file), str(out_file)],
+            env=env,
+            cwd=str(REPO),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CodexLoaderError(f"isolated codex run failed: {exc}") from exc
+    if proc.returncode != 0 or not out_file.is_file():
+        raise CodexLoaderError(
+            f"isolated codex run exited {proc.returncode}: {proc.stderr.strip()[-2000:]}"
+        )
+    answer: JsonObj = json.loads(out_file.read_text(encoding="utf-8"))
+    answer["network_isolated"] = True
+    return answer
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m trajconv.loaders.codex JOB.json ANSWER.json`` (run by :func:`run_offline`
+    inside a network namespace)."""
+    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    _loopback_up()
+    answer = _serve_and_run(job)
+    Path(argv[1]).write_text(json.dumps(answer), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
