@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -138,22 +139,32 @@ def install(tools_dir: Path, timeout: float = 900.0) -> Path:
     return found
 
 
+#: Codex's built-in provider id, which a config cannot redefine; its URL is set instead
+BUILTIN_PROVIDER = "openai"
+
+
 def offline_config(base_url: str, provider: str = PROVIDER_ID, model: str = STUB_MODEL) -> str:
-    """``config.toml`` that sends every model request to ``base_url`` (loopback)."""
+    """``config.toml`` that sends every model request to ``base_url`` (loopback).
+
+    ``provider`` is the id the session's ``session_meta.model_provider`` names (the CLI
+    refuses to resume under another): a ``[model_providers.<id>]`` entry, or for the built-in
+    ``openai`` its ``openai_base_url`` (the CLI then tries a WebSocket first and falls back
+    to HTTPS on the server's 404, observed with 0.171.0).
+    """
     q = json.dumps  # TOML basic strings accept JSON string escapes for these values
-    return "\n".join(
-        [
-            f"model = {q(model)}",
-            f"model_provider = {q(provider)}",
+    lines = [f"model = {q(model)}", f"model_provider = {q(provider)}"]
+    if provider == BUILTIN_PROVIDER:
+        lines.append(f"openai_base_url = {q(base_url)}")
+    else:
+        lines += [
             "",
             f"[model_providers.{q(provider)}]",
             'name = "trajconv loopback"',
             f"base_url = {q(base_url)}",
             'wire_api = "responses"',
             'env_key = "TRAJCONV_STUB_KEY"',
-            "",
         ]
-    )
+    return "\n".join([*lines, ""])
 
 
 # --------------------------------------------------------------------------- isolated runs
@@ -189,7 +200,7 @@ def _serve_and_run(job: JsonObj) -> JsonObj:
         (codex_home / "config.toml").write_text(
             config + str(job.get("extra_config") or ""), encoding="utf-8"
         )
-        extra = {"TRAJCONV_STUB_KEY": "dummy-not-a-key"}
+        extra = {"TRAJCONV_STUB_KEY": "dummy-not-a-key", "CODEX_API_KEY": "dummy-not-a-key"}
         if job.get("gitconfig"):
             extra["GIT_CONFIG_GLOBAL"] = str(job["gitconfig"])
         env = scratch_env(home, extra)
@@ -232,9 +243,9 @@ def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
     job["gitconfig"] = str(gitconfig)
     prefix = _unshare_prefix() if isolate else []
     if not prefix:
-        answer = _serve_and_run(job)
-        answer["network_isolated"] = False
-        return answer
+        local = _serve_and_run(job)
+        local["network_isolated"] = False
+        return local
     job_file = workdir / "job.json"
     out_file = workdir / "job-answer.json"
     job_file.write_text(json.dumps(job), encoding="utf-8")
@@ -261,6 +272,157 @@ def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
     answer: JsonObj = json.loads(out_file.read_text(encoding="utf-8"))
     answer["network_isolated"] = True
     return answer
+
+
+# --------------------------------------------------------------------------- continuation
+
+CONTINUE_REPLY = "Continued."
+
+
+def _rollout(codex_home: Path, session_id: str) -> Path:
+    found = sorted(codex_home.glob(f"sessions/*/*/*/rollout-*-{session_id}.jsonl"))
+    found += sorted(codex_home.glob(f"archived_sessions/rollout-*-{session_id}.jsonl"))
+    if not found:
+        raise CodexLoaderError(f"no rollout for {session_id} under {codex_home}")
+    return found[0]
+
+
+def session_provider(rollout: Path) -> str:
+    """``session_meta.model_provider`` of a rollout (the CLI's default id when absent)."""
+    with rollout.open("rb") as fh:
+        first = fh.readline()
+    try:
+        meta = json.loads(first).get("payload") or {}
+    except (ValueError, AttributeError):
+        meta = {}
+    value = meta.get("model_provider") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) and value else BUILTIN_PROVIDER
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[dict[str, Any]]:
+    """Resume the installed session (already under ``home``) in the real CLI for one turn
+    with ``prompt``, against a ModelServer on 127.0.0.1 started here (its request log in
+    ``workdir``); return the JSON bodies of the main-conversation model requests, in order.
+
+    ``home/.codex`` is copied into ``workdir`` first (the CLI appends to the rollout and
+    writes its databases), so ``home`` is never changed. ``codex exec resume`` runs in a
+    scratch folder, or in ``cwd`` when it exists here. 0.171.0 makes no side requests in
+    ``exec``; only ``POST .../responses`` bodies are returned (the ``GET`` of a WebSocket
+    attempt is not a model request).
+    """
+    workdir = Path(workdir).absolute()
+    scratch_home = workdir / "home"
+    if scratch_home.exists():
+        raise CodexLoaderError(f"{scratch_home} exists; continue_session needs a fresh workdir")
+    shutil.copytree(Path(home) / ".codex", scratch_home / ".codex", symlinks=True)
+    provider = session_provider(_rollout(scratch_home / ".codex", session_id))
+    run_cwd = Path(cwd) if cwd and Path(cwd).is_dir() else workdir / "cwd"
+    run_cwd.mkdir(parents=True, exist_ok=True)
+    log = workdir / "requests.jsonl"
+    job = {
+        "exe": str(Path(exe).absolute()),
+        "home": str(scratch_home),
+        "cwd": str(run_cwd),
+        "log": str(log),
+        "steps": [{"text": CONTINUE_REPLY}],
+        "model": "gpt-5.5",
+        "provider": provider,
+        "runs": [["exec", "resume", "--skip-git-repo-check", session_id, prompt]],
+        "timeout": 180,
+    }
+    answer = run_offline(job)
+    run = answer["runs"][0]
+    if run["rc"] != 0:
+        raise CodexLoaderError(f"codex exec resume exited {run['rc']}: {run['stderr'][-2000:]}")
+    bodies: list[dict[str, Any]] = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        body = entry.get("body")
+        if (
+            entry.get("method") == "POST"
+            and str(entry.get("path", "")).split("?")[0].rstrip("/").endswith("/responses")
+            and isinstance(body, dict)
+        ):
+            bodies.append(body)
+    return bodies
+
+
+def _parts_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
+
+
+def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the model saw in one Responses request body, as conversation items in order.
+
+    Codex output items have no error flag; ``error`` is read from the exit line its tools
+    print at the head of the output (``Process exited with code N`` / ``Exit code: N``),
+    else None.
+    """
+    from trajconv.codecs.codex.native import (
+        exit_code_from_output,
+        is_person_prompt,
+        parse_arguments,
+    )
+
+    items: list[dict[str, Any]] = []
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        items.append({"kind": "system", "text": instructions})
+    for item in body.get("input") or []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message" if "role" in item else None)
+        if kind == "message":
+            role = item.get("role")
+            text = _parts_text(item.get("content"))
+            if role == "assistant":
+                mapped = "assistant"
+            elif role == "user" and is_person_prompt(item, text):
+                mapped = "user"
+            else:
+                mapped = "system"  # developer text, <environment_context> and other tags
+            items.append({"kind": mapped, "text": text})
+        elif kind == "reasoning":
+            parts = [*(item.get("summary") or []), *(item.get("content") or [])]
+            items.append(
+                {"kind": "reasoning", "text": "\n\n".join(_parts_text([p]) for p in parts)}
+            )
+        elif kind in ("function_call", "custom_tool_call"):
+            if kind == "function_call":
+                args = parse_arguments(item.get("arguments"))
+                if isinstance(args, str):
+                    args = {"_raw": args}
+            else:
+                args = {"input": item.get("input")}
+            call_id = item.get("call_id")
+            items.append(
+                {
+                    "kind": "tool-call",
+                    "name": str(item.get("name") or ""),
+                    "arguments": args,
+                    "id": call_id if isinstance(call_id, str) else None,
+                }
+            )
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            text = output if isinstance(output, str) else _parts_text(output)
+            code = exit_code_from_output(str(kind), text)
+            call_id = item.get("call_id")
+            items.append(
+                {
+                    "kind": "tool-result",
+                    "call_id": call_id if isinstance(call_id, str) else None,
+                    "text": text,
+                    "error": None if code is None else code != 0,
+                }
+            )
+    return items
 
 
 def _main(argv: list[str]) -> int:
