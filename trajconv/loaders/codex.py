@@ -361,12 +361,12 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Responses request body, as conversation items in order.
 
     Codex output items have no error flag; ``error`` is read from the exit line its tools
-    print at the head of the output (``Process exited with code N`` / ``Exit code: N``),
-    else None.
+    print at the head of the output (``Process exited with code N`` / ``Exit code: N``) or
+    the failure head trajconv's writer puts there, else None.
     """
     from trajconv.codecs.codex.native import (
-        exit_code_from_output,
         is_person_prompt,
+        output_failed,
         parse_arguments,
     )
 
@@ -412,14 +412,13 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             text = output if isinstance(output, str) else _parts_text(output)
-            code = exit_code_from_output(str(kind), text)
             call_id = item.get("call_id")
             items.append(
                 {
                     "kind": "tool-result",
                     "call_id": call_id if isinstance(call_id, str) else None,
                     "text": text,
-                    "error": None if code is None else code != 0,
+                    "error": output_failed(str(kind), text),
                 }
             )
     return items

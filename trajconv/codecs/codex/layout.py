@@ -81,7 +81,8 @@ def is_uuid(value: str) -> bool:
 
 
 def resolve(path: Path, session: str | None) -> Path:
-    """A rollout file from the file itself, or a home (Codex's or the user's) plus a session id."""
+    """A rollout file from the file itself, or a home (Codex's or the user's) plus a session id
+    (which a home holding one rollout does not need)."""
     if path.is_file():
         if path.suffix == ".jsonl":
             return path
@@ -92,8 +93,11 @@ def resolve(path: Path, session: str | None) -> Path:
             path, f"not a Codex home (no {SESSIONS}/ or {ARCHIVED}/, no {HOME_DIR}/) or rollout"
         )
     if session is None:
+        found = rollouts(home)
+        if len(found) == 1:
+            return found[0]
         raise FormatError(
-            path, "this is a Codex home with many sessions; pick one with --session ID"
+            path, f"this is a Codex home with {len(found)} sessions; pick one with --session ID"
         )
     safe_component(session, "session id", path)
     wanted = session.lower()

@@ -98,6 +98,19 @@ def exit_code_from_output(kind: str, text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+#: the head trajconv's writer gives a failed result with no exit code (Codex has no status
+#: field); the reader takes it back as a failure
+FAILED_HEAD = "Tool call failed\nOutput:\n"
+
+
+def output_failed(kind: str, text: str) -> bool | None:
+    """Failure as the output's head states it: exit code non-zero, or ``FAILED_HEAD``."""
+    code = exit_code_from_output(kind, text)
+    if code is not None:
+        return code != 0
+    return True if text.startswith(FAILED_HEAD) else None
+
+
 def parse_arguments(raw: Any) -> Any:
     """``function_call.arguments`` is JSON text; invalid JSON (model output) stays text."""
     import json

@@ -251,7 +251,8 @@ class _Projector:
         elif exit_code is not None:
             ok = exit_code == 0
         else:
-            ok = None
+            failed = native.output_failed(ptype, text)
+            ok = None if failed is None else not failed
         self.b.add_result(
             f"codex:L{number}", str(call_id), ok, text, time=time, turn=self.turn,
             evidence=self.ev(number, nk, p.get("id")), exit_code=exit_code,

@@ -72,7 +72,7 @@ def _with_status(kind: str, text: str, ok: bool | None, exit_code: int | None) -
             else f"Exit code: {exit_code}"
         )
     elif ok is False:
-        head = "Tool call failed"
+        return native.FAILED_HEAD + text
     else:
         return None
     return f"{head}\nOutput:\n{text}"
