@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,7 +22,6 @@ from tests.helpers import FIXTURES
 from trajconv.codecs.codex import native
 from trajconv.loaders import codex as loader
 from trajconv.loaders import tools_dir
-from trajconv.snapshot.models import Snapshot
 
 PROMPT = "Please continue from here."
 
@@ -57,30 +55,6 @@ def codex_bin() -> Path:
     require_loader(found, "codex")
     assert found is not None
     return found
-
-
-def expected_items(written: Snapshot) -> list[dict[str, Any]]:
-    """The conversation items of a written session, as ``request_items`` reports them."""
-    out: list[dict[str, Any]] = []
-    for r in written.records:
-        if r.kind in ("user", "assistant"):
-            out.append({"kind": r.kind, "text": r.text})
-        elif r.kind == "tool-call":
-            args = (
-                r.call.arguments
-                if not isinstance(r.call.arguments, str)
-                else {"_raw": r.call.arguments}
-            )
-            out.append(
-                {"kind": "tool-call", "name": r.call.name, "arguments": args, "id": r.call.id}
-            )
-        elif r.kind == "tool-result":
-            res = r.result
-            error = None if res.ok is None else not res.ok
-            out.append(
-                {"kind": "tool-result", "call_id": res.call_id, "text": res.output, "error": error}
-            )
-    return out
 
 
 @pytest.mark.parametrize(
@@ -121,9 +95,8 @@ def test_codex_resumes_written_session_with_full_history(
     )
     assert len(bodies) == 1, f"{len(bodies)} model requests"
     seen = loader.request_items(bodies[0])
-    conversation = [i for i in seen if i["kind"] not in ("system", "reasoning")]
-    want = expected_items(written)
-    assert conversation == [*want, {"kind": "user", "text": PROMPT}]
+    want = loader.snapshot_items(written)
+    assert loader.conversation(seen) == [*want, {"kind": "user", "text": PROMPT}]
     # every failure the source knew is visible to the model
     for item, rec in zip(
         [i for i in want if i["kind"] == "tool-result"],

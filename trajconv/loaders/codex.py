@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.loaders.npm import npm_install
+from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@openai/codex"
 VERSION = "0.171.0"
@@ -422,6 +423,37 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
     return items
+
+
+def snapshot_items(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The conversation of a (written) Snapshot as :func:`request_items` reports it: what a
+    continued request must carry, in order (system text and reasoning aside)."""
+    out: list[dict[str, Any]] = []
+    for r in snapshot.records:
+        if r.kind in ("user", "assistant"):
+            out.append({"kind": r.kind, "text": r.text})
+        elif r.kind == "tool-call":
+            args = r.call.arguments
+            out.append(
+                {
+                    "kind": "tool-call",
+                    "name": r.call.name,
+                    "arguments": {"_raw": args} if isinstance(args, str) else args,
+                    "id": r.call.id,
+                }
+            )
+        elif r.kind == "tool-result":
+            res = r.result
+            error = None if res.ok is None else not res.ok
+            out.append(
+                {"kind": "tool-result", "call_id": res.call_id, "text": res.output, "error": error}
+            )
+    return out
+
+
+def conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``request_items`` without the harness's system text and reasoning."""
+    return [i for i in items if i["kind"] not in ("system", "reasoning")]
 
 
 def _main(argv: list[str]) -> int:

@@ -42,7 +42,8 @@ def _titles(home: Path) -> dict[str, str]:
 
 
 def head(rollout: Path) -> tuple[dict[str, Any], str | None, str | None]:
-    """``(session_meta payload, first prompt, last timestamp seen)`` from the file's head."""
+    """``(session_meta payload, first prompt, last line's timestamp)`` from the file's head
+    (the timestamp only when the head is the whole file)."""
     meta: dict[str, Any] = {}
     prompt: str | None = None
     fallback: str | None = None
@@ -73,9 +74,8 @@ def head(rollout: Path) -> tuple[dict[str, Any], str | None, str | None]:
             text, _ = native.content_text(p.get("content"), ("input_text", "text"))
             if text and native.is_person_prompt(p, text):
                 fallback = text
-        if meta and prompt is not None:
-            break
-    return meta, prompt or fallback, last
+    whole = len(data) < HEAD_BYTES
+    return meta, prompt or fallback, last if whole else None
 
 
 def discover(home: Path) -> list[SessionRef]:
