@@ -81,19 +81,28 @@ def is_uuid(value: str) -> bool:
 
 
 def resolve(path: Path, session: str | None) -> Path:
-    """A rollout file from the file itself, or a home (Codex's or the user's) plus a session id
-    (which a home holding one rollout does not need)."""
+    """A rollout file from the file itself, a home (Codex's or the user's) or a folder of
+    rollouts (``sessions/YYYY/MM/DD``), plus a session id where it holds more than one."""
     if path.is_file():
         if path.suffix == ".jsonl":
             return path
         raise FormatError(path, "not a Codex rollout: expected rollout-<time>-<id>.jsonl")
     home = codex_home(path)
     if home is None:
-        raise FormatError(
-            path, f"not a Codex home (no {SESSIONS}/ or {ARCHIVED}/, no {HOME_DIR}/) or rollout"
-        )
+        here = sorted(p for p in path.glob("rollout-*.jsonl") if p.is_file() and parse_name(p.name))
+        if not here:
+            raise FormatError(
+                path,
+                f"not a Codex home (no {SESSIONS}/ or {ARCHIVED}/, no {HOME_DIR}/) "
+                "or a folder of rollouts",
+            )
+        return _pick(path, here, session)
+    return _pick(path, rollouts(home), session)
+
+
+def _pick(path: Path, found: list[Path], session: str | None) -> Path:
+    """The rollout of ``session`` among ``found``, or the only one when no session is given."""
     if session is None:
-        found = rollouts(home)
         if len(found) == 1:
             return found[0]
         raise FormatError(
@@ -101,8 +110,8 @@ def resolve(path: Path, session: str | None) -> Path:
         )
     safe_component(session, "session id", path)
     wanted = session.lower()
-    for rollout in rollouts(home):
+    for rollout in found:
         parsed = parse_name(rollout.name)
         if parsed and parsed[1] == wanted:
             return rollout
-    raise FormatError(path, f"no rollout for session {session!r} under {home}")
+    raise FormatError(path, f"no rollout for session {session!r} under {path}")
