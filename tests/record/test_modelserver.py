@@ -80,4 +80,4 @@ def test_responses_freeform_tool_call_is_a_custom_tool_call(tmp_path: Path) -> N
         for line in streamed.decode().splitlines()
         if line.startswith("data: ") and "output_item.done" in line
     ]
-    assert [d["item"] for d in done] == [item]
+    assert [{**d["item"], "id": item["id"]} for d in done] == [item]  # ids count requests
