@@ -21,7 +21,12 @@ from trajconv.snapshot import io
 CODEX = FIXTURES / "codex"
 ROLLOUTS = sorted(CODEX.glob("*/.codex/**/rollout-*.jsonl"))
 IDS = [f"{p.parts[len(CODEX.parts)]}/{p.name[-42:-34]}" for p in ROLLOUTS]
-RECORDED = {p.parts[len(CODEX.parts)]: p for p in ROLLOUTS if "legacy" not in p.parts}
+RECORDED = {
+    p.parts[len(CODEX.parts)]: p
+    for p in ROLLOUTS
+    if p.parts[len(CODEX.parts)] in ("shell-patch", "resumed")
+}
+SUBAGENT = [p for p in ROLLOUTS if p.parts[len(CODEX.parts)] == "subagent"]
 LEGACY = CODEX / "legacy" / ".codex"
 LEGACY_MAIN = next(LEGACY.glob("sessions/2026/10/02/*.jsonl"))
 EVENTS_ONLY = next(LEGACY.glob("sessions/2026/10/03/*.jsonl"))
@@ -29,7 +34,21 @@ EVENTS_ONLY = next(LEGACY.glob("sessions/2026/10/03/*.jsonl"))
 
 def test_fixtures_cover_recorded_and_handmade_cases() -> None:
     assert set(RECORDED) == {"shell-patch", "resumed"}
-    assert len(ROLLOUTS) == 5  # 2 recorded, 3 hand-made (one archived)
+    assert len(SUBAGENT) == 2  # parent and sub-agent, recorded
+    assert len(ROLLOUTS) == 7  # 4 recorded, 3 hand-made (one archived)
+
+
+def test_recorded_subagent_is_linked_to_its_parent() -> None:
+    parent, child = (trajconv.read("codex", p) for p in SUBAGENT)
+    if parent.session.parent_session_id:
+        parent, child = child, parent
+    assert child.session.parent_session_id == parent.session.id
+    spawn = next(r for r in parent.records if r.kind == "tool-call")
+    assert spawn.call.name == "spawn_agent"
+    assert spawn.evidence.native == "response_item:function_call:multi_agent_v1"
+    assert [r.text for r in child.records if r.kind == "user"] == [spawn.call.arguments["message"]]
+    # with `codex exec` the sub-agent's turn is aborted when the parent's turn ends
+    assert child.records[-1].text.startswith("<turn_aborted>")  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("rollout", ROLLOUTS, ids=IDS)
