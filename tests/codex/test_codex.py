@@ -296,3 +296,33 @@ def test_prepare_refuses_the_same_id_elsewhere_and_a_stale_index_row(tmp_path: P
     r2 = _prepare(export.out_dir, home2)
     assert r2.returncode == 3 and "stale row" in r2.stderr
     assert not list(home2.glob(".codex/sessions/*/*/*/*.jsonl"))  # nothing half-installed
+
+
+@pytest.mark.parametrize("target", ["grok", "copilot"])
+def test_shell_and_patch_session_converts_with_every_call_and_result(
+    target: str, tmp_path: Path
+) -> None:
+    snap = trajconv.read("codex", RECORDED["shell-patch"])
+    export = trajconv.write(snap, target, tmp_path / "out")
+    manifest = json.loads((export.out_dir / "trajconv-export.json").read_text())
+    back = trajconv.read(target, export.out_dir / "home" / manifest["session_paths"][0])
+    calls = [
+        (r.call.id, r.call.name, r.call.arguments) for r in snap.records if r.kind == "tool-call"
+    ]
+    assert [
+        (r.call.id, r.call.name, r.call.arguments) for r in back.records if r.kind == "tool-call"
+    ] == calls
+    src = [
+        (r.result.call_id, r.result.output, r.result.exit_code)
+        for r in snap.records
+        if r.kind == "tool-result"
+    ]
+    got = [
+        (r.result.call_id, r.result.output, r.result.exit_code)
+        for r in back.records
+        if r.kind == "tool-result"
+    ]
+    assert got == src
+    oks = [r.result.ok for r in back.records if r.kind == "tool-result"]
+    assert oks[:3] == [False, True, True]  # the unknown status of the failed patch is assumed
+    assert {d.code: d.count for d in export.diagnostics}["tool-status-assumed"] == 1
