@@ -122,3 +122,23 @@ def test_codex_resumes_written_session_with_full_history(
     assert failed & {i["call_id"] for i in want if i["kind"] == "tool-result"} <= shown
     # the written file was never touched: the CLI appended to its own copy
     assert trajconv.read("codex", home).id == written.id
+
+
+def test_codex_recognises_written_rollouts_as_legacy(tmp_path: Path, codex_bin: Path) -> None:
+    """``codex migrate-rollouts --json`` (model-free) lists each written rollout as a legacy
+    rollout it could migrate: the shape the writer chose is the one the CLI knows."""
+    home = tmp_path / "home"
+    ids = []
+    for case, harness, path, session in SOURCES[:3]:
+        snap = trajconv.read(harness, path, session=session)
+        export = trajconv.write(snap, "codex", tmp_path / case.replace("/", "-"), allow_lossy=True)
+        done = subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        ids.append(export.session_id)
+    listed = loader.legacy_rollouts(codex_bin, home, tmp_path / "run")
+    assert sorted((o["thread_id"], o["status"]) for o in listed) == sorted(
+        (i, "eligible") for i in ids
+    )

@@ -350,6 +350,33 @@ def continue_session(
     return bodies
 
 
+def legacy_rollouts(exe: Path, home: Path, workdir: Path) -> list[dict[str, Any]]:
+    """``codex migrate-rollouts --json`` (no ``--apply``: nothing is changed) on a copy of
+    ``home/.codex``: the legacy-shape rollouts the CLI recognises, each with its
+    ``thread_id``, ``rollout_path`` and ``status`` (``eligible``). No model is involved."""
+    workdir = Path(workdir).absolute()
+    scratch_home = workdir / "home"
+    shutil.copytree(Path(home) / ".codex", scratch_home / ".codex", symlinks=True)
+    (workdir / "cwd").mkdir(parents=True, exist_ok=True)
+    job = {
+        "exe": str(Path(exe).absolute()),
+        "home": str(scratch_home),
+        "cwd": str(workdir / "cwd"),
+        "log": str(workdir / "requests.jsonl"),
+        "steps": [],
+        "model": STUB_MODEL,
+        "runs": [["migrate-rollouts", "--json"]],
+        "timeout": 120,
+    }
+    run = run_offline(job)["runs"][0]
+    if run["rc"] != 0:
+        raise CodexLoaderError(
+            f"codex migrate-rollouts exited {run['rc']}: {run['stderr'][-2000:]}"
+        )
+    outcomes = json.loads(run["stdout"]).get("outcomes")
+    return [o for o in outcomes if isinstance(o, dict)] if isinstance(outcomes, list) else []
+
+
 def _parts_text(content: Any) -> str:
     if isinstance(content, str):
         return content
