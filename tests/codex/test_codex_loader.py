@@ -142,3 +142,85 @@ def test_codex_recognises_written_rollouts_as_legacy(tmp_path: Path, codex_bin: 
     assert sorted((o["thread_id"], o["status"]) for o in listed) == sorted(
         (i, "eligible") for i in ids
     )
+
+
+def test_request_items_reads_a_responses_body() -> None:
+    """The mapping the continuation check relies on (no CLI needed)."""
+    body = {
+        "input": [
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": "rules"}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "<environment_context>x</environment_context>"}
+                ],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hi"}],
+                "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["unknown"]},
+            },
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": "think"}],
+                "encrypted_content": None,
+            },
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": '{"cmd":"ls"}',
+                "call_id": "c1",
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": "Process exited with code 2\nOutput:\nno",
+            },
+            {
+                "type": "custom_tool_call",
+                "name": "apply_patch",
+                "input": "*** Begin Patch",
+                "call_id": "c2",
+            },
+            {
+                "type": "custom_tool_call_output",
+                "call_id": "c2",
+                "output": "Tool call failed\nOutput:\nbad",
+            },
+            {"type": "function_call", "name": "f", "arguments": "{not json", "call_id": "c3"},
+            {"type": "function_call_output", "call_id": "c3", "output": "plain"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "done"}],
+            },
+        ]
+    }
+    items = loader.request_items(body)
+    assert [i["kind"] for i in items] == [
+        "system", "system", "user", "reasoning", "tool-call", "tool-result",
+        "tool-call", "tool-result", "tool-call", "tool-result", "assistant",
+    ]  # fmt: skip
+    assert items[4] == {
+        "kind": "tool-call",
+        "name": "exec_command",
+        "arguments": {"cmd": "ls"},
+        "id": "c1",
+    }
+    assert [i["error"] for i in items if i["kind"] == "tool-result"] == [True, True, None]
+    assert items[6]["arguments"] == {"input": "*** Begin Patch"}
+    assert items[8]["arguments"] == {"_raw": "{not json"}
+
+
+def test_offline_config_points_every_provider_at_loopback() -> None:
+    builtin = loader.offline_config("http://127.0.0.1:1/v1", "openai", "m")
+    assert 'openai_base_url = "http://127.0.0.1:1/v1"' in builtin
+    assert "[model_providers" not in builtin
+    custom = loader.offline_config("http://127.0.0.1:1/v1", "my-proxy", "m")
+    assert '[model_providers."my-proxy"]' in custom and 'wire_api = "responses"' in custom
