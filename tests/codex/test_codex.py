@@ -326,3 +326,19 @@ def test_shell_and_patch_session_converts_with_every_call_and_result(
     oks = [r.result.ok for r in back.records if r.kind == "tool-result"]
     assert oks[:3] == [False, True, True]  # the unknown status of the failed patch is assumed
     assert {d.code: d.count for d in export.diagnostics}["tool-status-assumed"] == 1
+
+
+def test_an_index_of_another_schema_still_gives_the_title(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(CODEX / "resumed", home)
+    db = home / ".codex" / layout.STATE_DB
+    db.unlink()
+    sid = layout.parse_name(RECORDED["resumed"].name)[1]  # type: ignore[index]
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE threads (id TEXT PRIMARY KEY, title TEXT)")  # no other column
+    con.execute("INSERT INTO threads VALUES (?, 'Older schema title')", (sid,))
+    con.commit()
+    con.close()
+    snap = trajconv.read("codex", home)
+    assert snap.session.title == "Older schema title"
+    assert snap.diagnostic_count("metadata-invalid") == 0

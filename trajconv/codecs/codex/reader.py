@@ -49,6 +49,17 @@ from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "codex/1"
 INDEX_ARTIFACT = "state_5.sqlite#threads"
+#: the thread-index columns kept (as an artifact) and used: title and the parent edge
+INDEX_COLUMNS = (
+    "id",
+    "title",
+    "first_user_message",
+    "cwd",
+    "source",
+    "model_provider",
+    "created_at",
+    "updated_at",
+)
 
 
 def _str(value: Any) -> str | None:
@@ -318,11 +329,8 @@ def _index(rollout: Path, sid: str, b: SnapshotBuilder) -> dict[str, Any]:
     try:
         with open_store(db) as con:
             con.row_factory = sqlite3.Row
-            row = con.execute(
-                "SELECT id, title, first_user_message, cwd, source, model_provider, "
-                "created_at, updated_at FROM threads WHERE id = ?",
-                (sid,),
-            ).fetchone()
+            # SELECT *: the columns differ between schema generations; the ones used are picked
+            row = con.execute("SELECT * FROM threads WHERE id = ?", (sid,)).fetchone()
             parent = None
             has_edges = con.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='thread_spawn_edges'"
@@ -338,7 +346,8 @@ def _index(rollout: Path, sid: str, b: SnapshotBuilder) -> dict[str, Any]:
         return {}
     if row is None and parent is None:
         return {}
-    found = dict(row) if row is not None else {}
+    columns = set(row.keys()) if row is not None else set()  # `in` on a Row tests values
+    found = {k: row[k] for k in INDEX_COLUMNS if k in columns}
     if parent is not None:
         found["parent_thread_id"] = parent
     b.add_artifact(
