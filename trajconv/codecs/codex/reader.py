@@ -43,7 +43,12 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.codex import layout, native
 from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso
+from trajconv.snapshot.builder import (
+    EvidenceFields,
+    SnapshotBuilder,
+    evidence,
+    time_from_iso,
+)
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Session, Snapshot, Source
 
@@ -116,7 +121,7 @@ class _Projector:
     def place(self, number: int) -> str:
         return f"{self.art}:{number}"
 
-    def ev(self, number: int, kind: str, native_id: Any = None) -> Any:
+    def ev(self, number: int, kind: str, native_id: Any = None) -> EvidenceFields:
         nid = native_id if isinstance(native_id, str) else None
         return evidence(artifact=self.art, line=number, native=kind, native_id=nid)
 
@@ -131,11 +136,8 @@ class _Projector:
         time = time_from_iso(ts) if isinstance(ts, str) else None
         if time is not None:
             self.last_time = time
-        if kind == native.RESPONSE_ITEM:
-            if self.responses:
-                self.item(number, payload, time)
-            else:  # unreachable by construction; kept for a hand-edited file
-                self.d.add("unknown-kind", self.place(number), name=kind)
+        if kind == native.RESPONSE_ITEM:  # present at all only when it is the conversation
+            self.item(number, payload, time)
         elif kind == native.EVENT_MSG:
             self.event(number, payload, time)
         elif kind == native.TURN_CONTEXT:
