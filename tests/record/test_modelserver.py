@@ -62,3 +62,22 @@ def test_scripted_steps_stream_tools_errors_and_log(tmp_path: Path) -> None:
     assert len(entries) == 4
     assert entries[0]["body"]["messages"] == msgs
     assert "secret-key" not in log.read_text()  # credentials are not logged
+
+
+def test_responses_freeform_tool_call_is_a_custom_tool_call(tmp_path: Path) -> None:
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n"
+    step = {"tool_calls": [{"name": "apply_patch", "input": patch, "id": "p1"}]}
+    with ModelServer([step, step], tmp_path / "log.jsonl") as srv:
+        _, body = _post(f"{srv.base_url}/responses", {"model": "m", "input": "hi"})
+        item = json.loads(body)["output"][0]
+        _, streamed = _post(
+            f"{srv.base_url}/responses", {"model": "m", "input": "hi", "stream": True}
+        )
+    assert item["type"] == "custom_tool_call"
+    assert (item["call_id"], item["name"], item["input"]) == ("p1", "apply_patch", patch)
+    done = [
+        json.loads(line[6:])
+        for line in streamed.decode().splitlines()
+        if line.startswith("data: ") and "output_item.done" in line
+    ]
+    assert [{**d["item"], "id": item["id"]} for d in done] == [item]  # ids count requests

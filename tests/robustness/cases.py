@@ -41,6 +41,12 @@ def _journal_units(name: str) -> Units:
     return units
 
 
+def _codex_units(snap: Snapshot, _victim: Path) -> int:
+    """Lines of the rollout artifact (named after the rollout file)."""
+    art = next((a for a in snap.artifacts if a.name.endswith(".jsonl")), None)
+    return count_units((art.read() if art else None) or b"")
+
+
 def _cursor_units(snap: Snapshot, _victim: Path) -> int:
     from trajconv.codecs.cursor import reader
 
@@ -81,6 +87,7 @@ TARGETS: dict[str, Target] = {
     "copilot": Target(
         "copilot", "*/session-state/*/events.jsonl", "text", _journal_units("events.jsonl")
     ),
+    "codex": Target("codex", "*/.codex/*/*/*/*/rollout-*.jsonl", "text", _codex_units),
     "fx": Target("fx", "*/.fx/sessions/*/*.json*", "text", _fx_units),
     "cursor": Target("cursor", "*/store.db", "sqlite", _cursor_units),
     # single-thread stores: a multi-thread store needs --session, so every read would refuse

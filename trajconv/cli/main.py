@@ -57,6 +57,13 @@ def write_options(func: F) -> F:
         help="working directory for targets that need one, when the source has none",
     )(func)
     func = click.option(
+        "--codex-model-provider",
+        default=None,
+        metavar="ID",
+        help="codex target: the model_provider id you will resume with "
+        "(default: openai, Codex's built-in provider)",
+    )(func)
+    func = click.option(
         "--fx-schema",
         type=click.Choice(["1", "4"]),
         default=None,
@@ -75,6 +82,7 @@ def _write_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
         "cwd": kwargs.pop("cwd"),
         "fx_schema": kwargs.pop("fx_schema"),
         "atif_version": kwargs.pop("atif_version"),
+        "model_provider": kwargs.pop("codex_model_provider"),
     }
     return {k: (int(v) if k == "fx_schema" else v) for k, v in opts.items() if v is not None}
 

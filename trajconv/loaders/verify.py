@@ -121,7 +121,29 @@ def _claude(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
+def _codex(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import codex
+
+    exe = codex.find(tools_dir())
+    if exe is None:
+        return None
+    prompt = "Continue."
+    with tempfile.TemporaryDirectory(prefix="trajconv-codex-verify-") as work:
+        bodies = codex.continue_session(
+            exe, export.out_dir / "home", export.session_id, written.session.cwd or "", prompt,
+            Path(work) / "run",
+        )  # fmt: skip
+    want = [*codex.snapshot_items(written), {"kind": "user", "text": prompt}]
+    got = codex.conversation(codex.request_items(bodies[-1])) if bodies else []
+    return {
+        "ok": len(bodies) == 1 and got == want,
+        "version": codex.VERSION,
+        "detail": f"requests={len(bodies)} items={len(got)}/{len(want)} (resumed in codex exec)",
+    }
+
+
 CHECKS = {
+    "codex": _codex,
     "grok": _grok,
     "copilot": _copilot,
     "deepagents": _deepagents,

@@ -198,6 +198,18 @@ _CODES: tuple[Code, ...] = (
     ),
     _w("title-missing", "info", "the source has no title; the target shows none"),
     _w(
+        "exit-status-in-text",
+        "info",
+        "the target's tool output has no status field; the exit code or failure heads "
+        "the output text, as its own tools print it",
+    ),
+    _w(
+        "codex-model-provider",
+        "info",
+        "the Codex session names this model_provider; Codex resumes it only under that "
+        "provider (writer option model_provider)",
+    ),
+    _w(
         "tool-status-assumed",
         "warning",
         "the source does not say whether a tool succeeded; the target needs a status",

@@ -1,0 +1,226 @@
+"""The real Codex CLI (npm @openai/codex, pinned) resumes what we write, offline.
+
+Each written session is installed with its ``prepare.py`` into a scratch home and continued
+with ``codex exec resume <id> PROMPT`` against the loopback model server; the request the
+CLI sends must carry every earlier user message, assistant text, tool call (name, arguments)
+and tool result (text, failure) of the written session in order, then the new prompt, and
+nothing else but the harness's own system text.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajconv
+from tests.conftest import require_loader
+from tests.helpers import FIXTURES
+from trajconv.loaders import codex as loader
+from trajconv.loaders import tools_dir
+
+PROMPT = "Please continue from here."
+
+
+def _deepagents_source() -> tuple[Path, str]:
+    row = json.loads((FIXTURES / "deepagents" / "tool-calls" / "listing.json").read_text())[0]
+    return FIXTURES / "deepagents" / "tool-calls" / "sessions.db", str(row["thread_id"])
+
+
+def _sources() -> list[tuple[str, str, Path, str | None]]:
+    """(case id, source harness, path, session) of everything the test writes to Codex."""
+    out: list[tuple[str, str, Path, str | None]] = []
+    for rollout in sorted(FIXTURES.glob("codex/*/.codex/**/rollout-*.jsonl")):
+        case = rollout.parts[len(FIXTURES.parts) + 1]
+        out.append((f"codex/{case}/{rollout.name[-42:-34]}", "codex", rollout, None))
+    grok = next(FIXTURES.glob("grok/recorded-tool-failures/sessions/*/*/updates.jsonl"))
+    out.append(("grok/recorded-tool-failures", "grok", grok, None))
+    copilot = next(FIXTURES.glob("copilot/recorded-tool-failures/session-state/*/events.jsonl"))
+    out.append(("copilot/recorded-tool-failures", "copilot", copilot.parent, None))
+    db, thread = _deepagents_source()
+    out.append(("deepagents/tool-calls", "deepagents", db, thread))
+    return out
+
+
+SOURCES = _sources()
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    found = loader.find(tools_dir())
+    require_loader(found, "codex")
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize(
+    ("case", "harness", "path", "session"), SOURCES, ids=[s[0] for s in SOURCES]
+)
+def test_codex_resumes_written_session_with_full_history(
+    case: str, harness: str, path: Path, session: str | None, tmp_path: Path, codex_bin: Path
+) -> None:
+    source = trajconv.read(harness, path, session=session)
+    # Two cases keep the default provider (Codex's built-in ``openai``, pointed at loopback by
+    # ``openai_base_url``; the CLI first tries a WebSocket there, ~7 s), the others name their
+    # own, which the loopback config then defines.
+    default = case.startswith(("codex/shell-patch", "grok/"))
+    provider = None if default else "local-proxy"
+    export = trajconv.write(
+        source, "codex", tmp_path / "out", allow_lossy=True, model_provider=provider
+    )
+    meta = json.loads(
+        next((export.out_dir / "home").glob(".codex/sessions/*/*/*/*")).open().readline()
+    )
+    assert meta["payload"]["model_provider"] == (provider or "openai")
+    home = tmp_path / "home"
+    home.mkdir()
+    installed = subprocess.run(
+        [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    written = trajconv.read("codex", home)
+
+    # what was written is the source's conversation, in order, less what a lossy write names
+    # (reasoning and observations are not conversation items here)
+    def key(item: dict[str, Any]) -> tuple[Any, ...]:
+        return (item["kind"], item.get("text") if item["kind"] in ("user", "assistant") else (
+            item.get("id") or item.get("call_id")
+        ))  # fmt: skip
+
+    src = [key(i) for i in loader.snapshot_items(source)]
+    kept = [key(i) for i in loader.snapshot_items(written)]
+    dropped = sum(
+        d.count
+        for d in export.diagnostics
+        if d.code in ("untranslated-pending-call", "untranslated-orphan-result")
+    )
+    rest = iter(src)
+    assert all(k in rest for k in kept), "written items are not the source's, in order"
+    assert len(src) - len(kept) == dropped
+    outputs = {r.result.call_id: r.result.output for r in source.records if r.kind == "tool-result"}
+    for r in written.records:
+        if r.kind == "tool-result":
+            assert r.result.output.endswith(outputs[r.result.call_id])
+
+    bodies = loader.continue_session(
+        codex_bin, home, export.session_id, written.session.cwd or "", PROMPT, tmp_path / "run"
+    )
+    assert len(bodies) == 1, f"{len(bodies)} model requests"
+    seen = loader.request_items(bodies[0])
+    want = loader.snapshot_items(written)
+    assert loader.conversation(seen) == [*want, {"kind": "user", "text": PROMPT}]
+    # every failure the source knew is visible to the model (request error = written ok)
+    failed = {
+        r.result.call_id for r in source.records if r.kind == "tool-result" and r.result.ok is False
+    }
+    shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and i["error"]}
+    assert failed & {i["call_id"] for i in want if i["kind"] == "tool-result"} <= shown
+    # the written file was never touched: the CLI appended to its own copy
+    assert trajconv.read("codex", home).id == written.id
+
+
+def test_codex_recognises_written_rollouts_as_legacy(tmp_path: Path, codex_bin: Path) -> None:
+    """``codex migrate-rollouts --json`` (model-free) lists each written rollout as a legacy
+    rollout it could migrate: the shape the writer chose is the one the CLI knows."""
+    home = tmp_path / "home"
+    ids = []
+    for case, harness, path, session in SOURCES[:3]:
+        snap = trajconv.read(harness, path, session=session)
+        export = trajconv.write(snap, "codex", tmp_path / case.replace("/", "-"), allow_lossy=True)
+        done = subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        ids.append(export.session_id)
+    listed = loader.legacy_rollouts(codex_bin, home, tmp_path / "run")
+    assert sorted((o["thread_id"], o["status"]) for o in listed) == sorted(
+        (i, "eligible") for i in ids
+    )
+
+
+def test_request_items_reads_a_responses_body() -> None:
+    """The mapping the continuation check relies on (no CLI needed)."""
+    body = {
+        "input": [
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": "rules"}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "<environment_context>x</environment_context>"}
+                ],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hi"}],
+                "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["unknown"]},
+            },
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": "think"}],
+                "encrypted_content": None,
+            },
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": '{"cmd":"ls"}',
+                "call_id": "c1",
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "c1",
+                "output": "Process exited with code 2\nOutput:\nno",
+            },
+            {
+                "type": "custom_tool_call",
+                "name": "apply_patch",
+                "input": "*** Begin Patch",
+                "call_id": "c2",
+            },
+            {
+                "type": "custom_tool_call_output",
+                "call_id": "c2",
+                "output": "Tool call failed\nOutput:\nbad",
+            },
+            {"type": "function_call", "name": "f", "arguments": "{not json", "call_id": "c3"},
+            {"type": "function_call_output", "call_id": "c3", "output": "plain"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "done"}],
+            },
+        ]
+    }
+    items = loader.request_items(body)
+    assert [i["kind"] for i in items] == [
+        "system", "system", "user", "reasoning", "tool-call", "tool-result",
+        "tool-call", "tool-result", "tool-call", "tool-result", "assistant",
+    ]  # fmt: skip
+    assert items[4] == {
+        "kind": "tool-call",
+        "name": "exec_command",
+        "arguments": {"cmd": "ls"},
+        "id": "c1",
+    }
+    assert [i["error"] for i in items if i["kind"] == "tool-result"] == [True, True, None]
+    assert items[6]["arguments"] == {"input": "*** Begin Patch"}
+    assert items[8]["arguments"] == {"_raw": "{not json"}
+
+
+def test_offline_config_points_every_provider_at_loopback() -> None:
+    builtin = loader.offline_config("http://127.0.0.1:1/v1", "openai", "m")
+    assert 'openai_base_url = "http://127.0.0.1:1/v1"' in builtin
+    assert "[model_providers" not in builtin
+    custom = loader.offline_config("http://127.0.0.1:1/v1", "my-proxy", "m")
+    assert '[model_providers."my-proxy"]' in custom and 'wire_api = "responses"' in custom

@@ -1,0 +1,15 @@
+"""OpenAI Codex CLI codec: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
+
+Format facts and sources: ``shared/formats/codex.md``, checked against the real CLI
+(``@openai/codex`` 0.171.0); the codec's README.md beside this file states its input
+contract and what it cannot carry.
+"""
+
+from trajconv.codecs.base import LazyCodec
+
+CODEC = LazyCodec(
+    name="codex",
+    aliases=("codex-cli", "openai-codex"),
+    description="OpenAI Codex CLI: one rollout-*.jsonl per session under sessions/YYYY/MM/DD",
+    package=__name__,
+)

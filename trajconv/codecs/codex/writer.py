@@ -1,0 +1,266 @@
+"""Codex CLI writer: Snapshot -> ``home/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
+
+Writes the **legacy** rollout shape (``codex.md`` §10, and what the CLI keeps appending to such
+a file): ``session_meta`` first (``source: "cli"`` so the picker lists it, ``model_provider``
+the id the user will resume with: a mismatch refuses to resume, §3.1), then per record a
+``response_item`` (the history the CLI replays to the model, §9) and, for prompts and replies,
+the ``event_msg user_message`` / ``agent_message`` the picker and transcript read (§8).
+
+Never written: ``encrypted_content`` (only the provider that issued it can read it, §5), so
+reasoning is ``untranslated-reasoning``; observations; a ``turn_context`` (the CLI takes the
+model and policies from the user's config on resume). Codex output items carry no status
+field (§4): a result whose exit code or failure is known and not already printed at the head of
+its text gets the header Codex's own tools print (``Process exited with code N`` /
+``Exit code: N``), so the model sees it (``exit-status-in-text``).
+
+The CLI's SQLite state (``state_5.sqlite``) is left alone: a rollout with no row is found by
+the CLI's filesystem scan (§8). The export's ``prepare.py`` refuses to install when the home
+already has a rollout of this id or a thread-index row for it (a stale ``rollout_path`` breaks
+resume, §8).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.codex import layout, native
+from trajconv.codecs.export import generic_prepare_script
+from trajconv.errors import RefusedError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.spool import Blob, Spool
+
+#: the provider id Codex uses when config.toml names none (its built-in OpenAI provider)
+DEFAULT_PROVIDER = "openai"
+ORIGINATOR = "trajconv"
+EPOCH = "1970-01-01T00:00:00.000Z"
+
+
+def _line(time: str, kind: str, payload: dict[str, Any]) -> bytes:
+    obj = {"timestamp": time, "type": kind, "payload": payload}
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
+    sid = snapshot.session.id
+    if layout.is_uuid(sid):
+        return str(uuid.UUID(sid))
+    diags.add("ids-derived", "session id")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:codex-session"))
+
+
+def _file_time(time: str) -> tuple[str, str]:
+    """``(YYYY/MM/DD, YYYY-MM-DDThh-mm-ss)`` of a Snapshot time, as the CLI names files."""
+    moment = datetime.fromisoformat(time.replace("Z", "+00:00"))
+    return moment.strftime("%Y/%m/%d"), moment.strftime("%Y-%m-%dT%H-%M-%S")
+
+
+def _with_status(kind: str, text: str, ok: bool | None, exit_code: int | None) -> str | None:
+    """The output text with the status header Codex's tools print, when it lacks one."""
+    if native.exit_code_from_output(kind, text) is not None:
+        return None
+    if exit_code is not None:
+        head = (
+            f"Process exited with code {exit_code}"
+            if kind == "function_call_output"
+            else f"Exit code: {exit_code}"
+        )
+    elif ok is False:
+        return native.FAILED_HEAD + text
+    else:
+        return None
+    return f"{head}\nOutput:\n{text}"
+
+
+def _arguments_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments  # JSON text that did not parse in the source stays as it was
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def _is_patch(name: str, arguments: Any) -> bool:
+    """Codex's freeform ``apply_patch`` (a ``custom_tool_call`` whose input is the patch)."""
+    return (
+        name == "apply_patch"
+        and isinstance(arguments, dict)
+        and set(arguments) == {"input"}
+        and isinstance(arguments["input"], str)
+    )
+
+
+def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
+    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
+
+
+def plan(
+    snapshot: Snapshot,
+    *,
+    allow_lossy: bool = False,
+    cwd: str | None = None,
+    model_provider: str | None = None,
+    **_options: Any,
+) -> ExportPlan:
+    diags = Diagnostics()
+    drop = check_continuable(snapshot, "codex", allow_lossy=allow_lossy)
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError("refusing to write codex: the session has no cwd; pass --cwd DIR")
+    provider = model_provider or DEFAULT_PROVIDER
+    diags.add("codex-model-provider", f"session_meta.model_provider={provider}")
+    sid = session_id(snapshot, diags)
+    session = snapshot.session
+
+    spool = Spool()
+    body_path = spool.new_file("rollout-body.jsonl")
+    start = session.created_at
+    last = start
+    synthesized = False
+    custom: set[str] = set()  # call ids written as custom_tool_call
+    with body_path.open("wb") as out:
+        for rec in snapshot.records:
+            if rec.time is not None:
+                last = rec.time
+                start = start or rec.time
+            else:
+                synthesized = True  # the line takes the time before it (or the epoch)
+            time = rec.time or last or EPOCH
+            if rec.id in drop:
+                diags.add(dropped_code(rec.kind), rec.id)
+                continue
+            if rec.kind in ("user", "assistant", "system"):
+                role = {"user": "user", "assistant": "assistant", "system": "developer"}[rec.kind]
+                part = "output_text" if rec.kind == "assistant" else "input_text"
+                message = {
+                    "type": "message",
+                    "role": role,
+                    "content": [{"type": part, "text": rec.text}],
+                }
+                out.write(_line(time, native.RESPONSE_ITEM, message))
+                if rec.kind == "user":
+                    event = {"type": "user_message", "message": rec.text, "images": []}
+                    out.write(_line(time, native.EVENT_MSG, event))
+                elif rec.kind == "assistant":
+                    event = {"type": "agent_message", "message": rec.text}
+                    out.write(_line(time, native.EVENT_MSG, event))
+            elif rec.kind == "tool-call":
+                call = rec.call
+                item: dict[str, Any]
+                if _is_patch(call.name, call.arguments):
+                    assert isinstance(call.arguments, dict)
+                    custom.add(call.id)
+                    item = {
+                        "type": "custom_tool_call",
+                        "status": "completed",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "input": call.arguments["input"],
+                    }
+                else:
+                    item = {
+                        "type": "function_call",
+                        "name": call.name,
+                        "arguments": _arguments_text(call.arguments),
+                        "call_id": call.id,
+                    }
+                out.write(_line(time, native.RESPONSE_ITEM, item))
+            elif rec.kind == "tool-result":
+                res = rec.result
+                kind = (
+                    "custom_tool_call_output" if res.call_id in custom else "function_call_output"
+                )
+                text = _with_status(kind, res.output, res.ok, res.exit_code)
+                if text is not None:
+                    diags.add("exit-status-in-text", rec.id)
+                item = {"type": kind, "call_id": res.call_id, "output": text or res.output}
+                out.write(_line(time, native.RESPONSE_ITEM, item))
+            else:
+                diags.add(f"untranslated-{rec.kind}", rec.id)
+    if synthesized or start is None:
+        diags.add("timestamps-synthesized", "rollout line timestamps")
+    start = start or EPOCH
+    if session.model is not None:
+        diags.add("untranslated-model", "turn_context.model (the CLI uses the configured model)")
+    if session.title is not None:
+        diags.add("untranslated-title", "the picker shows the first prompt")
+
+    meta = {
+        "id": sid,
+        "timestamp": start,
+        "cwd": workdir,
+        "originator": ORIGINATOR,
+        # required by the CLI's session_meta parser; no Codex version wrote this file
+        "cli_version": "",
+        "source": "cli",
+        "model_provider": provider,
+    }
+    head = _line(start, native.SESSION_META, meta)
+
+    def chunks() -> Iterator[bytes]:
+        yield head
+        yield from _spooled(body_path, spool)()
+
+    day, stamp = _file_time(start)
+    rel = f".codex/{layout.SESSIONS}/{day}/rollout-{stamp}-{sid}.jsonl"
+    return ExportPlan(
+        target="codex",
+        session_id=sid,
+        snapshot_id=snapshot.id,
+        files=[ExportFile(f"home/{rel}", chunks, 0o600)],
+        session_paths=[rel],
+        resume_argv=["codex", "resume", sid],
+        diagnostics=diags.to_models(),
+        prepare_script=prepare_script(),
+        notes=[
+            f"session_meta.model_provider is {provider!r}: Codex refuses to resume under another "
+            "provider; write with model_provider=ID (--codex-model-provider) to change it",
+            f"run the resume command in {workdir}, or use `codex resume --all`",
+        ],
+    )
+
+
+_CHECK = '''
+
+def codex_checks(home: Path, manifest: dict) -> None:
+    """Codex: no other rollout of this id, no thread-index row for it (a stale row breaks
+    resume: the CLI trusts ``threads.rollout_path``)."""
+    import sqlite3
+
+    sid = manifest["session_id"]
+    base = home / ".codex"
+    found = sorted(base.glob(f"sessions/*/*/*/rollout-*-{sid}.jsonl"))
+    found += sorted(base.glob(f"archived_sessions/rollout-*-{sid}.jsonl"))
+    if found:
+        fail(3, f"refusing to install: Codex already has session {sid} at {found[0]}")
+    db = base / "state_5.sqlite"
+    if db.is_file():
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                row = con.execute(
+                    "SELECT rollout_path FROM threads WHERE id = ?", (sid,)
+                ).fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            fail(1, f"cannot read Codex's thread index {db}: {exc}")
+        if row is not None:
+            fail(3, f"refusing to install: {db} already lists thread {sid} at {row[0]}; "
+                 "remove that session first (a stale row breaks `codex resume`)")
+'''
+
+
+def prepare_script() -> str:
+    """The generic prepare.py plus the Codex checks, run before anything is written."""
+    script = generic_prepare_script()
+    anchor = "    plan = [\n"
+    if anchor not in script:  # the template changed: fail loudly rather than skip the check
+        raise RuntimeError("prepare template has no install plan anchor")
+    script = script.replace(anchor, "    codex_checks(home, manifest)\n" + anchor, 1)
+    marker = '\n\nif __name__ == "__main__":'
+    return script.replace(marker, _CHECK.rstrip("\n") + "\n" + marker, 1)
