@@ -152,7 +152,7 @@ def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
 def _objects(
     path: Path, name: str, diags: Diagnostics, limits: Limits
 ) -> list[tuple[int, dict[str, Any]]] | Any:
-    if path.suffix == ".json":
+    if name.endswith(".json"):
         # A legacy document is one JSON value over many lines: read as line 1.
         from trajconv.codecs.jsonl import read_bounded
 
@@ -431,7 +431,10 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 listed = obj["$set"].get("messages") if kind == "set" else obj.get("messages")
                 if isinstance(listed, list):
                     msgs = [(i, m) for i, m in enumerate(listed) if isinstance(m, dict)]
-                    b.diagnostics.add("compaction-state", place, name="$set.messages")
+                    if kind == "set":
+                        b.diagnostics.add("compaction-state", place, name="$set.messages")
+                    else:  # a legacy whole document: its messages' records carry units 0
+                        b.diagnostics.add("lifecycle-dropped", place, name="legacy-document")
                 else:
                     b.diagnostics.add("lifecycle-dropped", place, name=kind)
             elif kind == "rewind":
