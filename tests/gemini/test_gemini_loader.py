@@ -1,0 +1,120 @@
+"""Gemini CLI itself (npm @google/gemini-cli, pinned) resumes what we write, and its model
+request carries every earlier turn, call and result in order, nothing invented.
+
+Every gemini fixture and a Grok, Copilot and Deep Agents fixture converted to gemini are
+installed with the export's own prepare.py into a scratch home, then resumed for one turn
+(``gemini --resume ID -p PROMPT``) against the loopback model server. The CLI runs are
+started together (each takes ~15 s of mostly Node start-up here).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajconv
+from tests.conftest import require_loader
+from tests.gemini.test_gemini import FILES, IDS
+from tests.helpers import FIXTURES
+from trajconv.loaders import gemini as loader
+from trajconv.loaders import tools_dir
+from trajconv.snapshot.models import Snapshot
+
+PROMPT = "Continue from where we stopped."
+FOREIGN = {
+    "grok": next(FIXTURES.glob("grok/recorded-tool-failures/sessions/*/*/updates.jsonl")).parent,
+    "copilot": next(FIXTURES.glob("copilot/recorded-tool-failures/session-state/*")),
+    "deepagents": FIXTURES / "deepagents" / "failed-tool" / "sessions.db",
+}
+CASES = [("gemini", p) for p in FILES] + list(FOREIGN.items())
+CASE_IDS = [f"gemini-{i}" for i in IDS] + [f"{h}-to-gemini" for h in FOREIGN]
+
+
+def expected_items(snap: Snapshot) -> list[tuple[Any, ...]]:
+    """What the resumed model must see of a Snapshot, in order (reasoning and system text
+    aside: the CLI sends no thoughts, and the format has no system message)."""
+    out: list[tuple[Any, ...]] = []
+    for r in snap.records:
+        if r.kind == "user":
+            out.append(("user", r.text))
+        elif r.kind == "assistant" and r.text:
+            out.append(("assistant", r.text))
+        elif r.kind == "tool-call":
+            args = r.call.arguments
+            out.append(("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args}))
+        elif r.kind == "tool-result":
+            out.append(("tool-result", r.result.output, r.result.ok is False))
+    return [*out, ("user", PROMPT)]
+
+
+def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for it in items:
+        if it["kind"] in ("user", "assistant"):
+            out.append((it["kind"], it["text"]))
+        elif it["kind"] == "tool-call":
+            out.append(("tool-call", it["name"], it["arguments"]))
+        elif it["kind"] == "tool-result":
+            out.append(("tool-result", it["text"], it["error"]))
+    return out
+
+
+def _resume(exe: Path, harness: str, src: Path, scratch: Path, listing: bool) -> dict[str, Any]:
+    project = scratch / "project"
+    home = scratch / "home"
+    project.mkdir(parents=True)
+    snap = trajconv.read(harness, src)
+    export = trajconv.write(snap, "gemini", scratch / "out", cwd=str(project))
+    loader.write_settings(home)
+    prep = subprocess.run(
+        [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert prep.returncode == 0, prep.stderr
+    listed = loader.list_sessions(exe, home, project) if listing else None
+    bodies = loader.continue_session(exe, home, export.session_id, str(project), PROMPT, scratch)
+    return {"snap": snap, "export": export, "listing": listed, "bodies": bodies}
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    exe = loader.find(tools_dir())
+    require_loader(exe, "gemini")
+    assert exe is not None
+    root = tmp_path_factory.mktemp("gemini-resume")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {
+            # one case also asks for the listing (another CLI start: ~15 s)
+            cid: pool.submit(_resume, exe, harness, src, root / cid, i == 0)
+            for i, (cid, (harness, src)) in enumerate(zip(CASE_IDS, CASES, strict=True))
+        }
+        return {cid: f.result() for cid, f in futures.items()}
+
+
+@pytest.mark.parametrize("cid", CASE_IDS)
+def test_resumed_request_carries_the_whole_history(
+    cid: str, resumed: dict[str, dict[str, Any]]
+) -> None:
+    run = resumed[cid]
+    sid = run["export"].session_id
+    if run["listing"] is not None:
+        assert f"[{sid}]" in run["listing"]  # gemini --list-sessions shows it
+    assert len(run["bodies"]) == 1  # one main request: the new prompt
+    items = loader.request_items(run["bodies"][0])
+    assert seen_items(items) == expected_items(run["snap"])
+    # each result answers the call sent just before it (the CLI sends the bare model id)
+    calls = [it for it in items if it["kind"] == "tool-call"]
+    results = [it for it in items if it["kind"] == "tool-result"]
+    assert [r["call_id"] for r in results] == [c["id"] for c in calls]
+    snap_calls = [r.call.id for r in run["snap"].records if r.kind == "tool-call"]
+    assert all(
+        native == sent or native.endswith(f"__{sent}")
+        for native, sent in zip(snap_calls, [c["id"] for c in calls], strict=True)
+    )
