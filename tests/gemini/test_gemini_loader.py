@@ -46,7 +46,8 @@ def expected_items(snap: Snapshot) -> list[tuple[Any, ...]]:
             out.append(("assistant", r.text))
         elif r.kind == "tool-call":
             args = r.call.arguments
-            out.append(("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args}))
+            args = args if isinstance(args, dict) else {"input": args}
+            out.append(("tool-call", r.call.name, args))
         elif r.kind == "tool-result":
             out.append(("tool-result", r.result.output, r.result.ok is False))
     return [*out, ("user", PROMPT)]
