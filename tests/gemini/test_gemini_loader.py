@@ -23,7 +23,6 @@ from tests.gemini.test_gemini import FILES, IDS
 from tests.helpers import FIXTURES
 from trajconv.loaders import gemini as loader
 from trajconv.loaders import tools_dir
-from trajconv.snapshot.models import Snapshot
 
 PROMPT = "Continue from where we stopped."
 FOREIGN = {
@@ -33,36 +32,6 @@ FOREIGN = {
 }
 CASES = [("gemini", p) for p in FILES] + list(FOREIGN.items())
 CASE_IDS = [f"gemini-{i}" for i in IDS] + [f"{h}-to-gemini" for h in FOREIGN]
-
-
-def expected_items(snap: Snapshot) -> list[tuple[Any, ...]]:
-    """What the resumed model must see of a Snapshot, in order (reasoning and system text
-    aside: the CLI sends no thoughts, and the format has no system message)."""
-    out: list[tuple[Any, ...]] = []
-    for r in snap.records:
-        if r.kind == "user":
-            out.append(("user", r.text))
-        elif r.kind == "assistant" and r.text:
-            out.append(("assistant", r.text))
-        elif r.kind == "tool-call":
-            args = r.call.arguments
-            args = args if isinstance(args, dict) else {"input": args}
-            out.append(("tool-call", r.call.name, args))
-        elif r.kind == "tool-result":
-            out.append(("tool-result", r.result.output, r.result.ok is False))
-    return [*out, ("user", PROMPT)]
-
-
-def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    out: list[tuple[Any, ...]] = []
-    for it in items:
-        if it["kind"] in ("user", "assistant"):
-            out.append((it["kind"], it["text"]))
-        elif it["kind"] == "tool-call":
-            out.append(("tool-call", it["name"], it["arguments"]))
-        elif it["kind"] == "tool-result":
-            out.append(("tool-result", it["text"], it["error"]))
-    return out
 
 
 def _resume(exe: Path, harness: str, src: Path, scratch: Path, listing: bool) -> dict[str, Any]:
@@ -109,7 +78,7 @@ def test_resumed_request_carries_the_whole_history(
         assert f"[{sid}]" in run["listing"]  # gemini --list-sessions shows it
     assert len(run["bodies"]) == 1  # one main request: the new prompt
     items = loader.request_items(run["bodies"][0])
-    assert seen_items(items) == expected_items(run["snap"])
+    assert loader.seen_items(items) == loader.expected_items(run["snap"].records, PROMPT)
     # each result answers the call sent just before it (the CLI sends the bare model id)
     calls = [it for it in items if it["kind"] == "tool-call"]
     results = [it for it in items if it["kind"] == "tool-result"]

@@ -276,6 +276,40 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return items
 
 
+def expected_items(records: Any, prompt: str) -> list[tuple[Any, ...]]:
+    """What a resumed model must see of a session's records (``Snapshot.records``), in order,
+    then ``prompt``: reasoning and system text aside (the CLI sends no thoughts, and the format
+    has no system message), an empty assistant text aside, a call's non-object arguments as
+    the writer wraps them."""
+    out: list[tuple[Any, ...]] = []
+    for r in records:
+        if r.kind == "user":
+            out.append(("user", r.text))
+        elif r.kind == "assistant" and r.text:
+            out.append(("assistant", r.text))
+        elif r.kind == "tool-call":
+            args = r.call.arguments
+            out.append(
+                ("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args})
+            )
+        elif r.kind == "tool-result":
+            out.append(("tool-result", r.result.output, r.result.ok is False))
+    return [*out, ("user", prompt)]
+
+
+def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """:func:`request_items` in the shape of :func:`expected_items` (system text aside)."""
+    out: list[tuple[Any, ...]] = []
+    for it in items:
+        if it["kind"] in ("user", "assistant"):
+            out.append((it["kind"], it["text"]))
+        elif it["kind"] == "tool-call":
+            out.append(("tool-call", it["name"], it["arguments"]))
+        elif it["kind"] == "tool-result":
+            out.append(("tool-result", it["text"], it["error"]))
+    return out
+
+
 # --------------------------------------------------------------------------- export check
 
 

@@ -92,7 +92,29 @@ def _cursor(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
-CHECKS = {"grok": _grok, "copilot": _copilot, "deepagents": _deepagents, "cursor": _cursor}
+def _gemini(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import gemini
+
+    exe = gemini.find(tools_dir())
+    if exe is None:
+        return None
+    prompt = "Continue."
+    r = gemini.check(exe, export.out_dir / "home", export.session_id, prompt)
+    same = gemini.seen_items(r.items) == gemini.expected_items(written.records, prompt)
+    return {
+        "ok": r.listed and len(r.requests) == 1 and same,
+        "version": r.version,
+        "detail": f"listed={r.listed} requests={len(r.requests)} history_matches={same}",
+    }
+
+
+CHECKS = {
+    "grok": _grok,
+    "copilot": _copilot,
+    "deepagents": _deepagents,
+    "cursor": _cursor,
+    "gemini": _gemini,
+}
 
 
 def check_export(target: str, export: Export, written: Snapshot) -> Verdict | None:
