@@ -139,6 +139,8 @@ def test_a_home_needs_session_and_bad_files_are_named(tmp_path: Path) -> None:
         trajconv.read("gemini", home)
     snap = trajconv.read("gemini", home, session="5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f")
     assert snap.session.title == "Inspect notes"
+    chats = _by_case("edited").parent  # a project's chats/ folder with one session
+    assert trajconv.read("gemini", chats).id == snap.id
     bad = tmp_path / "session-2026-01-01T00-00-aaaaaaaa.jsonl"
     bad.write_text('{"id": "x", "type": "user"}\n')
     with pytest.raises(FormatError, match="no sessionId") as err:

@@ -41,6 +41,11 @@ def _journal_units(name: str) -> Units:
     return units
 
 
+def _gemini_units(snap: Snapshot, _victim: Path) -> int:
+    """Lines of every session file the Gemini reader copied (``chats/...``)."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.startswith("chats/"))
+
+
 def _cursor_units(snap: Snapshot, _victim: Path) -> int:
     from trajconv.codecs.cursor import reader
 
@@ -85,6 +90,7 @@ TARGETS: dict[str, Target] = {
     "cursor": Target("cursor", "*/store.db", "sqlite", _cursor_units),
     # single-thread stores: a multi-thread store needs --session, so every read would refuse
     "deepagents": Target("deepagents", "[!m]*/sessions.db", "sqlite", _deepagents_units),
+    "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
 }
 
 

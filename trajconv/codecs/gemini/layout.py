@@ -131,6 +131,9 @@ def resolve(path: Path, session: str | None) -> list[Path]:
         if sid is None:
             raise FormatError(path, "not a Gemini CLI session: no sessionId on the first line")
         return files_of(path, sid)
+    chats = path if path.name == CHATS else path / CHATS
+    if chats.is_dir() and not (path / TMP).is_dir():
+        return _in_chats(path, chats, session)
     gdir = gemini_dir(path)
     if not (gdir / TMP).is_dir():
         raise FormatError(path, f"not a Gemini CLI session file or home (no {TMP}/ folder)")
@@ -146,3 +149,21 @@ def resolve(path: Path, session: str | None) -> list[Path]:
         ):
             return files_of(p, session)
     raise FormatError(path, f"no session {session!r} under {gdir / TMP}")
+
+
+def _in_chats(path: Path, chats: Path, session: str | None) -> list[Path]:
+    """The session in a project's ``chats/`` folder: the one there, or ``session``."""
+    found: dict[str, Path] = {}
+    for p in sorted(chats.glob("session-*")):
+        if p.suffix in (".json", ".jsonl") and p.is_file() and not p.is_symlink():
+            sid = header_id(p)
+            if sid is not None and (session is None or sid == session):
+                found.setdefault(sid, p)
+    if len(found) == 1:
+        sid, first = next(iter(found.items()))
+        return files_of(first, sid)
+    if not found:
+        raise FormatError(
+            path, f"no {'session ' + repr(session) if session else 'session'} in {chats}"
+        )
+    raise FormatError(path, "this folder holds several sessions; pick one with --session ID")
