@@ -176,7 +176,11 @@ def continue_session(
 ) -> list[dict[str, Any]]:
     """Resume the installed session (already under ``home``) in the real CLI for one turn
     with ``prompt``, against a ModelServer on 127.0.0.1 started here (its request log in
-    ``workdir``); return the JSON bodies of the main-conversation model requests, in order."""
+    ``workdir``); return the JSON bodies of the main-conversation model requests, in order.
+
+    ``home`` must be a scratch home: its ``.gemini/settings.json`` is written when absent
+    (:data:`SETTINGS`, session retention off). ``cwd`` must exist (the CLI finds the session
+    by the project of the directory it runs in)."""
     from fixtures.record.modelserver import ModelServer
 
     log = workdir / "gemini-requests.jsonl"
