@@ -230,3 +230,45 @@ def test_writer_refuses_without_cwd_or_user_message(tmp_path: Path) -> None:
     with pytest.raises(RefusedError, match="no user message"):
         trajconv.write(only_ai, "gemini", tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_resume_in_a_later_minute_reads_as_one_session(tmp_path: Path) -> None:
+    """0.61.0 writes a resume in a later minute to a second file (metadata, a history
+    rewrite, the new turn): both files are read in order, from either of them."""
+    source = _by_case("recorded-resume")
+    whole = trajconv.read("gemini", source)
+    lines = source.read_bytes().splitlines(keepends=True)
+    home = tmp_path / "home"
+    chats = home / ".gemini/tmp/demo/chats"
+    chats.mkdir(parents=True)
+    (home / ".gemini/tmp/demo/.project_root").write_text("/work/demo")
+    first = chats / source.name
+    second = chats / source.name.replace("T18-58-", "T18-59-")
+    first.write_bytes(b"".join(lines[:11]))
+    second.write_bytes(b"".join(lines[11:]))
+    for path in (first, second):
+        split = trajconv.read("gemini", path)
+        assert merged_projection(split, HOLDS) == merged_projection(whole, HOLDS)
+        conservation(split, len(lines))
+        assert [a.name for a in split.artifacts if a.name.startswith("chats/")] == [
+            f"chats/{first.name}",
+            f"chats/{second.name}",
+        ]
+    refs = trajconv.discover("gemini", home)
+    assert len(refs) == 1 and refs[0].size == len(b"".join(lines))
+
+
+def test_a_subagent_session_names_its_parent(tmp_path: Path) -> None:
+    chats = tmp_path / ".gemini/tmp/demo/chats"
+    sub = chats / "37ca2d5b-de8f-4d44-acc4-a8313cabc856"
+    sub.mkdir(parents=True)
+    (tmp_path / ".gemini/tmp/demo/.project_root").write_text("/work/demo")
+    meta = {"sessionId": "child-1", "projectHash": "x", "startTime": "2026-01-01T00:00:00Z"}
+    msg = {"id": "m1", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": "go"}
+    (sub / "child-1.jsonl").write_text(
+        json.dumps({**meta, "kind": "subagent"}) + "\n" + json.dumps(msg) + "\n"
+    )
+    snap = trajconv.read("gemini", sub / "child-1.jsonl")
+    assert snap.session.parent_session_id == "37ca2d5b-de8f-4d44-acc4-a8313cabc856"
+    assert snap.session.cwd == "/work/demo" and [r.text for r in snap.records] == ["go"]
+    assert trajconv.discover("gemini", tmp_path) == []

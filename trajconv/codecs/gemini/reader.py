@@ -370,13 +370,17 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     limits = limits or Limits()
     files = layout.resolve(path, session)
     project = files[0].parent.parent
+    parent: str | None = None
+    if files[0].parent.name != layout.CHATS and project.name == layout.CHATS:
+        # a subagent's session: chats/<parent session id>/<id>.jsonl
+        parent, project = files[0].parent.name, project.parent
     sid = layout.header_id(files[0]) or files[0].stem
     b = SnapshotBuilder(
         Source(
             harness="gemini",
             harness_version=None,
             session_id=sid,
-            locator=f"{layout.TMP}/{project.name}/{layout.CHATS}/{files[0].name}",
+            locator=files[0].relative_to(project.parent.parent).as_posix(),
         ),
         READER,
     )
@@ -394,6 +398,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     meta = st.meta
     b.session = Session(
         id=sid,
+        parent_session_id=parent,
         title=_str(meta.get("summary")),
         cwd=layout.project_cwd(project),
         created_at=time_from_iso(st.started) if st.started else None,
