@@ -272,3 +272,27 @@ def test_a_subagent_session_names_its_parent(tmp_path: Path) -> None:
     assert snap.session.parent_session_id == "37ca2d5b-de8f-4d44-acc4-a8313cabc856"
     assert snap.session.cwd == "/work/demo" and [r.text for r in snap.records] == ["go"]
     assert trajconv.discover("gemini", tmp_path) == []
+
+
+def test_prepare_refuses_a_session_the_cli_cleanup_would_delete(tmp_path: Path) -> None:
+    """The legacy fixture's lastUpdated is 2025-06-01: older than the default 30 days."""
+    _snap, out = trajconv.convert(
+        "gemini", "gemini", _by_case("legacy"), tmp_path / "out", cwd=str(tmp_path / "p")
+    )
+    home = tmp_path / "home"
+    refused = _prepare(out.out_dir, home)
+    assert refused.returncode == 3 and "--touch" in refused.stderr
+    assert not (home / ".gemini/tmp").exists()
+    done = _prepare(out.out_dir, home, "--touch")
+    assert done.returncode == 0, done.stderr
+    installed = next((home / ".gemini/tmp/p/chats").glob("session-*.jsonl"))
+    exported = next((out.out_dir / "home/.gemini/tmp/p/chats").glob("session-*.jsonl"))
+    lines = installed.read_bytes().splitlines(keepends=True)
+    assert b"".join(lines[:-1]) == exported.read_bytes()
+    stamp = json.loads(lines[-1])["$set"]["lastUpdated"]
+    assert stamp > "2026" and trajconv.read("gemini", installed).session.updated_at == stamp
+    off = tmp_path / "off"
+    (off / ".gemini").mkdir(parents=True)
+    settings = {"general": {"sessionRetention": {"enabled": False}}}
+    (off / ".gemini/settings.json").write_text(json.dumps(settings))
+    assert _prepare(out.out_dir, off).returncode == 0  # nothing to fear: installed unchanged

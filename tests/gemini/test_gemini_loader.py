@@ -9,6 +9,8 @@ started together (each takes ~15 s of mostly Node start-up here).
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +32,7 @@ FOREIGN = {
     "copilot": next(FIXTURES.glob("copilot/recorded-tool-failures/session-state/*")),
     "deepagents": FIXTURES / "deepagents" / "failed-tool" / "sessions.db",
 }
+LEGACY = next(FIXTURES.glob("gemini/legacy/.gemini/tmp/*/chats/session-*"))
 CASES = [("gemini", p) for p in FILES] + list(FOREIGN.items())
 CASE_IDS = [f"gemini-{i}" for i in IDS] + [f"{h}-to-gemini" for h in FOREIGN]
 
@@ -53,6 +56,26 @@ def _resume(exe: Path, harness: str, src: Path, scratch: Path, listing: bool) ->
     return {"snap": snap, "export": export, "listing": listed, "bodies": bodies}
 
 
+def _cleanup(exe: Path, scratch: Path, touch: bool) -> dict[str, Any]:
+    """Install the legacy fixture (lastUpdated 2025-06-01) into a home whose settings leave
+    the CLI's session cleanup at its default, then start the CLI once."""
+    project = scratch / "project"
+    home = scratch / "home"
+    project.mkdir(parents=True)
+    (home / ".gemini").mkdir(parents=True)
+    auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    (home / ".gemini" / "settings.json").write_text(json.dumps(auth))
+    _snap, export = trajconv.convert("gemini", "gemini", LEGACY, scratch / "out", cwd=str(project))
+    # without --touch prepare refuses; the raw copy stands for an install that ignored that
+    if touch:
+        argv = [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home), "--touch"]
+        assert subprocess.run(argv, capture_output=True, check=False).returncode == 0
+    else:
+        shutil.copytree(export.out_dir / "home" / ".gemini", home / ".gemini", dirs_exist_ok=True)
+    listing = loader.list_sessions(exe, home, project)
+    return {"listing": listing, "files": sorted(home.glob(".gemini/tmp/*/chats/session-*"))}
+
+
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     exe = loader.find(tools_dir())
@@ -65,6 +88,8 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
             cid: pool.submit(_resume, exe, harness, src, root / cid, i == 0)
             for i, (cid, (harness, src)) in enumerate(zip(CASE_IDS, CASES, strict=True))
         }
+        futures["cleanup-touch"] = pool.submit(_cleanup, exe, root / "cleanup-touch", True)
+        futures["cleanup-raw"] = pool.submit(_cleanup, exe, root / "cleanup-raw", False)
         return {cid: f.result() for cid, f in futures.items()}
 
 
@@ -88,3 +113,12 @@ def test_resumed_request_carries_the_whole_history(
         native == sent or native.endswith(f"__{sent}")
         for native, sent in zip(snap_calls, [c["id"] for c in calls], strict=True)
     )
+
+
+def test_the_cli_cleanup_deletes_an_old_session_unless_prepare_touched_it(
+    resumed: dict[str, dict[str, Any]],
+) -> None:
+    raw, touched = resumed["cleanup-raw"], resumed["cleanup-touch"]
+    assert raw["files"] == [] and "No previous sessions" in raw["listing"]
+    assert len(touched["files"]) == 1
+    assert "[7d3e9a10-1111-4222-8333-944455556666]" in touched["listing"]

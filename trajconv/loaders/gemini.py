@@ -1,8 +1,7 @@
 """Gemini CLI (npm ``@google/gemini-cli``) as a native loader: install it pinned, list a
 session, and resume it for one turn against the loopback model server.
 
-Facts used here (``shared/formats/gemini-cli.md`` §7, observed with 0.61.0, re-checked with
-this module):
+Facts used here (observed with 0.61.0 in runs of this module, and read in its bundle):
 
 * the CLI keeps its state in ``$GEMINI_CLI_HOME/.gemini`` (default the OS home), so every run
   gets a throw-away HOME with a ``settings.json`` choosing API-key auth, no usage statistics and
@@ -87,7 +86,7 @@ def install(tools: Path, *, timeout: float = 600.0) -> Path:
 
 #: settings for a scratch home: API-key auth, no telemetry, and no session cleanup
 #: (the CLI's cleanup deletes sessions it cannot list, and after ``--resume`` also the
-#: resumed one: ``gemini-cli.md`` §4)
+#: resumed one: see the gemini codec README)
 SETTINGS: dict[str, Any] = {
     "security": {"auth": {"selectedType": "gemini-api-key"}},
     "privacy": {"usageStatisticsEnabled": False},

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Install a trajconv Gemini CLI export into a home folder (stdlib only).
 
-usage: python prepare.py [--home DIR] [--dry-run]
+usage: python prepare.py [--home DIR] [--dry-run] [--touch]
 
 Reads trajconv-export.json beside this file and checks every file's sha256 and size. The
 export holds ``home/.gemini/tmp/<slug>/.project_root`` (the session's cwd) and
@@ -12,16 +12,25 @@ the CLI claims one). It refuses (exit 3) when a session file with the same first
 characters exists in that project (the CLI would confuse them, and its cleanup deletes both),
 never replaces a file, and never edits ``projects.json`` (the CLI adds the mapping itself on
 its next start). ``--dry-run`` prints the plan and writes nothing.
+
+Gemini CLI's session cleanup (``general.sessionRetention``, on by default) deletes at its next
+start every session whose ``lastUpdated`` is older than ``maxAge`` (30 days by default). When
+it is on and the session is that old, prepare refuses (exit 3) unless ``--touch``, which
+appends ``{"$set": {"lastUpdated": <install time>}}`` to the installed file (the line the CLI
+itself appends whenever it updates a session), or the retention is switched off first.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -75,27 +84,55 @@ def project_folder(gemini: Path, cwd: str, slug: str) -> str:
             return candidate
 
 
-def retention_warning(gemini: Path) -> str | None:
-    try:
-        settings = json.loads((gemini / "settings.json").read_text("utf-8"))
-        enabled = settings["general"]["sessionRetention"]["enabled"]
-    except (OSError, ValueError, KeyError, TypeError):
-        enabled = True
-    if enabled is False:
+#: the CLI's retention units (``parseRetentionPeriod``)
+UNITS_MS = {"h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "m": 2_592_000_000}
+
+
+def retention(gemini: Path) -> int | None:
+    """The cleanup's ``maxAge`` in ms when cleanup is on in this home, else None.
+
+    On unless ``settings.json`` says ``enabled: false``; ``maxAge`` defaults to 30 days.
+    """
+    general: object = {}
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        general = json.loads((gemini / "settings.json").read_text("utf-8")).get("general", {})
+    conf = general.get("sessionRetention", {}) if isinstance(general, dict) else {}
+    conf = conf if isinstance(conf, dict) else {}
+    if conf.get("enabled", True) is False:
         return None
-    return (
-        "warning: Gemini CLI's session cleanup is on in this home (general.sessionRetention). "
-        "It deletes sessions whose lastUpdated is older than its maxAge (30 days by default) "
-        "and, after a --resume, may delete the resumed session on the next start. To keep this "
-        'session, set "general": {"sessionRetention": {"enabled": false}} in '
-        f"{gemini / 'settings.json'} before starting the CLI."
-    )
+    match = re.fullmatch(r"(\d+)([hdwm])", str(conf.get("maxAge", "30d")))
+    return int(match.group(1)) * UNITS_MS[match.group(2)] if match else 30 * UNITS_MS["d"]
+
+
+def last_updated_ms(session: Path) -> int | None:
+    """``lastUpdated`` of the session file's metadata line, in ms."""
+    try:
+        with session.open("rb") as fh:
+            meta = json.loads(fh.readline())
+        stamp = datetime.fromisoformat(str(meta["lastUpdated"]).replace("Z", "+00:00"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return int(stamp.timestamp() * 1000)
+
+
+WARNING = (
+    "warning: Gemini CLI's session cleanup is on in this home (general.sessionRetention). "
+    "It deletes sessions whose lastUpdated is older than its maxAge (30 days by default) "
+    "and, after a --resume, may delete the resumed session on a later start. To keep this "
+    'session, set "general": {"sessionRetention": {"enabled": false}} in '
+    "SETTINGS before starting the CLI."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=Path.home(), help="home to install into")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    parser.add_argument(
+        "--touch",
+        action="store_true",
+        help="append the install time as lastUpdated, so the CLI's cleanup keeps an old session",
+    )
     args = parser.parse_args(argv)
     manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
     home = args.home.expanduser().resolve()
@@ -136,6 +173,22 @@ def main(argv: list[str] | None = None) -> int:
     clash = sorted(chats.glob(f"session-*-{id8}.json*")) if chats.is_dir() else []
     if target.exists() or clash:
         fail(3, f"refusing to replace existing session at {(clash or [target])[0]}")
+    max_age = retention(gemini)
+    now = datetime.now(UTC)
+    updated = last_updated_ms(HERE / session["path"])
+    touch = b""
+    if args.touch:
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+        touch = json.dumps({"$set": {"lastUpdated": stamp}}).encode() + b"\n"
+    elif max_age is not None and updated is not None and updated < now.timestamp() * 1000 - max_age:
+        fail(
+            3,
+            "refusing: Gemini CLI's session cleanup is on in this home and would delete this "
+            "session at its next start (its lastUpdated is older than the retention maxAge). "
+            'Set "general": {"sessionRetention": {"enabled": false}} in '
+            f"{gemini / 'settings.json'}, or run again with --touch to record the install time "
+            "as lastUpdated.",
+        )
     plan = [(HERE / session["path"], target, int(session["mode"], 8))]
     if owner(gemini / "tmp" / folder) is None:
         plan.insert(0, (HERE / marker["path"], gemini / "tmp" / folder / ".project_root", 0o644))
@@ -149,14 +202,15 @@ def main(argv: list[str] | None = None) -> int:
             with src.open("rb") as fin, open(tmp, "xb") as fout:
                 for chunk in iter(lambda: fin.read(1 << 20), b""):
                     fout.write(chunk)
+                if dst == target:
+                    fout.write(touch)
             os.chmod(tmp, mode)
             if dst.exists():
                 tmp.unlink()
                 fail(3, f"refusing to replace existing file {dst}")
             os.replace(tmp, dst)
-    warning = retention_warning(gemini)
-    if warning:
-        print(warning, file=sys.stderr)
+    if max_age is not None:
+        print(WARNING.replace("SETTINGS", str(gemini / "settings.json")), file=sys.stderr)
     resume = manifest["resume"]["argv"]
     print(
         ("dry run: nothing written; " if args.dry_run else "installed; ")

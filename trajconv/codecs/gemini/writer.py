@@ -267,7 +267,7 @@ def plan(
         notes=[
             f"run the resume command in {workdir} (Gemini CLI finds sessions by the cwd's project)",
             "Gemini CLI's session cleanup (settings general.sessionRetention, on by default, "
-            "30 days by lastUpdated) deletes old sessions and, after a --resume, can delete the "
-            "resumed one: see the gemini codec README",
+            "30 days by lastUpdated) deletes old sessions at its next start: prepare.py refuses "
+            "such a session unless the cleanup is off or --touch is given (gemini codec README)",
         ],
     )
