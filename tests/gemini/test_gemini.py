@@ -131,6 +131,8 @@ def test_discover_takes_a_user_home_or_the_gemini_folder(which: str) -> None:
     assert [(r.session_id, r.cwd) for r in refs] == [
         ("5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f", "/work/proj2")
     ]
+    # title and last update come from the tail's $set lines, as the session ends
+    assert (refs[0].title, refs[0].updated_at) == ("Inspect notes", "2026-11-30T03:12:12.000Z")
 
 
 def test_a_home_needs_session_and_bad_files_are_named(tmp_path: Path) -> None:

@@ -22,6 +22,36 @@ def _first_line(path: Path) -> dict[str, object] | None:
     return obj if isinstance(obj, dict) else None
 
 
+TAIL = 64 * 1024
+
+
+def _tail_set(path: Path) -> dict[str, object]:
+    """``$set`` values of the whole lines in the file's last 64 KiB, later ones winning (the
+    CLI sets ``lastUpdated`` after each message, and ``summary`` when it names a session)."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - TAIL))
+            tail = fh.read()
+    except OSError:
+        return {}
+    lines = tail.split(b"\n")[0 if size <= TAIL else 1 :]
+    found: dict[str, object] = {}
+    for line in lines:
+        if line.startswith(b'{"$set"'):
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj.get("$set"), dict):
+                found.update({k: v for k, v in obj["$set"].items() if k != "messages"})
+    return found
+
+
+def _iso(value: object) -> str | None:
+    return time_from_iso(value) if isinstance(value, str) else None
+
+
 def discover(home: Path) -> list[SessionRef]:
     gdir = layout.gemini_dir(home)
     reg = layout.registry(gdir)
@@ -42,11 +72,12 @@ def discover(home: Path) -> list[SessionRef]:
                 title=ref.title,
                 cwd=ref.cwd,
                 created_at=ref.created_at,
-                updated_at=time_from_iso(start) if isinstance(start, str) else ref.updated_at,
+                updated_at=_iso(_tail_set(path).get("lastUpdated")) or ref.updated_at,
                 size=(ref.size or 0) + size,
             )
             continue
-        title = meta.get("summary") if meta else None
+        tail = _tail_set(path)
+        title = tail.get("summary") or (meta.get("summary") if meta else None)
         refs[sid] = SessionRef(
             harness="gemini",
             session_id=sid,
@@ -54,7 +85,7 @@ def discover(home: Path) -> list[SessionRef]:
             title=title if isinstance(title, str) else None,
             cwd=layout.project_cwd(path.parent.parent, reg),
             created_at=time_from_iso(start) if isinstance(start, str) else None,
-            updated_at=None,
+            updated_at=_iso(tail.get("lastUpdated")),
             size=size,
         )
     return list(refs.values())
