@@ -8,9 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.record.modelserver import ModelServer
-from tests.record.test_modelserver import STEPS, _post
+from tests.record.test_modelserver import _post
 from trajconv.loaders.gemini import is_main_request, request_items
 
+#: thought + text streamed in 4-character pieces; two calls; an HTTP error
+STEPS: list[dict[str, Any]] = [
+    {"text": "hello there", "reasoning": "think first", "chunk": 4},
+    {"tool_calls": [{"name": "ls", "arguments": {"path": "."}, "id": "c1"}]},
+    {"error": {"status": 500, "message": "boom"}},
+]
 ROUTER = {"name": "router", "gemini_json": True, "reply": {"text": '{"model_choice": "pro"}'}}
 
 
@@ -40,10 +46,7 @@ def test_gemini_stream_full_error_and_side_rule(tmp_path: Path) -> None:
         ]
         status, raw = _post(f"{base}:generateContent", body)
         calls = [p["functionCall"] for p in _parts([json.loads(raw)])]
-        assert calls == [
-            {"id": "c1", "name": "ls", "args": {"path": "."}},
-            {"id": "c2", "name": "cat", "args": {"path": "a"}},
-        ]
+        assert calls == [{"id": "c1", "name": "ls", "args": {"path": "."}}]
         status, raw = _post(f"{base}:generateContent", body)
         assert status == 500 and json.loads(raw)["error"]["code"] == 500
         assert srv.consumed == 3
