@@ -35,7 +35,7 @@ DATA = Path(__file__).resolve().parent / ".data"
 GENERATOR_VERSION = 7
 SEED = 20261130
 SIZES = {"10MB": 10 * 1024**2, "100MB": 100 * 1024**2, "1GB": 1024**3}
-HARNESSES = ("grok", "copilot", "fx1", "fx4", "cursor", "deepagents")
+HARNESSES = ("grok", "copilot", "fx1", "fx4", "cursor", "deepagents", "gemini")
 CWD = "/srv/bench"
 BASE_MS = 1_788_249_600_000  # 2026-09-01T08:00:00Z
 
@@ -922,6 +922,131 @@ def gen_deepagents(out: Path, target: int, rng: random.Random) -> dict[str, Any]
     }
 
 
+# -- Gemini CLI (trajconv/codecs/gemini/README.md; shapes as 0.61.0 writes them) ---------------
+
+
+def gen_gemini(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """A live-shaped session: each model message written first without and then with its
+    tool calls (replaced by id), each result also as a user message, ``$set`` after each."""
+    text = Text(rng)
+    sid = _uuid(rng)
+    project = out / ".gemini" / "tmp" / "bench"
+    project.mkdir(parents=True)
+    (project / ".project_root").write_text(CWD)
+    path = project / "chats" / f"session-2026-09-01T08-00-{sid[:8]}.jsonl"
+    log = _Budget(path, target)
+    ms = BASE_MS
+    log.write(
+        _line(
+            {
+                "sessionId": sid,
+                "projectHash": hashlib.sha256(CWD.encode()).hexdigest(),
+                "startTime": _iso(ms),
+                "lastUpdated": _iso(ms),
+                "kind": "main",
+            }
+        )
+    )
+
+    def stamp() -> str:
+        nonlocal ms
+        ms += rng.randint(1, 900)
+        return _iso(ms)
+
+    def touched() -> None:
+        log.write(_line({"$set": {"lastUpdated": _iso(ms)}}))
+
+    calls = 0
+    while not log.full:
+        prompt = [{"text": text(_size(rng, 300, 20_000))}]
+        log.write(
+            _line({"id": _uuid(rng), "timestamp": stamp(), "type": "user", "content": prompt})
+        )
+        touched()
+        for _ in range(rng.randint(1, 4)):
+            msg: dict[str, Any] = {
+                "id": _uuid(rng),
+                "timestamp": stamp(),
+                "type": "gemini",
+                "content": text(_size(rng, 400, 30_000)) if rng.random() < 0.7 else "",
+                "thoughts": [
+                    {
+                        "subject": "Plan",
+                        "description": text(_size(rng, 200, 4000)),
+                        "timestamp": _iso(ms),
+                    }
+                ],
+                "tokens": {
+                    "input": 1000,
+                    "output": 50,
+                    "cached": 0,
+                    "thoughts": 10,
+                    "tool": 0,
+                    "total": 1060,
+                },
+                "model": "gemini-2.5-pro",
+            }
+            log.write(_line(msg))
+            touched()
+            responses = []
+            tool_calls = []
+            for _ in range(rng.choice((1, 1, 2))):
+                calls += 1
+                name = rng.choice(("read_file", "run_shell_command", "list_directory"))
+                cid = f"{name}__call_{calls}"
+                failed = rng.random() < 0.15
+                output = text(_size(rng, 800, 60_000))
+                if name == "run_shell_command":
+                    output = f"Output: {output}\nExit Code: {1 if failed else 0}"
+                response = (
+                    {"error": output}
+                    if failed and name != "run_shell_command"
+                    else {"output": output}
+                )
+                part = {"functionResponse": {"id": cid, "name": name, "response": response}}
+                responses.append(part)
+                tool_calls.append(
+                    {
+                        "id": cid,
+                        "name": name,
+                        "args": {"file_path": text(_size(rng, 20, 200))},
+                        "result": [part],
+                        "status": "error" if failed and name != "run_shell_command" else "success",
+                        "timestamp": stamp(),
+                    }
+                )
+            log.write(_line({**msg, "toolCalls": tool_calls}))
+            log.write(
+                _line(
+                    {"id": _uuid(rng), "timestamp": stamp(), "type": "user", "content": responses}
+                )
+            )
+            touched()
+        log.write(
+            _line(
+                {
+                    "id": _uuid(rng),
+                    "timestamp": stamp(),
+                    "type": "gemini",
+                    "content": text(_size(rng, 400, 30_000)),
+                    "thoughts": [],
+                    "model": "gemini-2.5-pro",
+                }
+            )
+        )
+        touched()
+    log.close()
+    return {
+        "harness": "gemini",
+        "read_path": str(path),
+        "session": sid,
+        "cwd": CWD,
+        "home": str(out),
+        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
+        "units": log.lines,
+    }
+
+
 class SkipDataset(Exception):
     """A dataset that cannot be generated here (a missing optional library)."""
 
@@ -933,6 +1058,7 @@ GENERATORS: dict[str, Callable[[Path, int, random.Random], dict[str, Any]]] = {
     "fx4": gen_fx4,
     "cursor": gen_cursor,
     "deepagents": gen_deepagents,
+    "gemini": gen_gemini,
 }
 
 

@@ -47,6 +47,11 @@ def _codex_units(snap: Snapshot, _victim: Path) -> int:
     return count_units((art.read() if art else None) or b"")
 
 
+def _gemini_units(snap: Snapshot, _victim: Path) -> int:
+    """Lines of every session file the Gemini reader copied (``chats/...``)."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.startswith("chats/"))
+
+
 def _cursor_units(snap: Snapshot, _victim: Path) -> int:
     from trajconv.codecs.cursor import reader
 
@@ -98,6 +103,7 @@ TARGETS: dict[str, Target] = {
         "text",
         lambda snap, victim: _journal_units(victim.name)(snap, victim),
     ),
+    "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
 }
 
 

@@ -142,6 +142,22 @@ def _codex(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
+def _gemini(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import gemini
+
+    exe = gemini.find(tools_dir())
+    if exe is None:
+        return None
+    prompt = "Continue."
+    r = gemini.check(exe, export.out_dir / "home", export.session_id, prompt)
+    same = gemini.seen_items(r.items) == gemini.expected_items(written.records, prompt)
+    return {
+        "ok": r.listed and len(r.requests) == 1 and same,
+        "version": r.version,
+        "detail": f"listed={r.listed} requests={len(r.requests)} history_matches={same}",
+    }
+
+
 CHECKS = {
     "codex": _codex,
     "grok": _grok,
@@ -150,6 +166,7 @@ CHECKS = {
     "cursor": _cursor,
     "atif": _atif,
     "claude": _claude,
+    "gemini": _gemini,
 }
 
 

@@ -1,0 +1,300 @@
+"""Gemini CLI codec: reader on hand-made and recorded fixtures, writer, prepare, round trips."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import trajconv
+from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, merged_projection
+from trajconv.codecs.base import continuity
+from trajconv.codecs.gemini import layout
+from trajconv.codecs.jsonl import count_units
+from trajconv.errors import FormatError, RefusedError
+from trajconv.snapshot import io
+
+GEMINI = FIXTURES / "gemini"
+FILES = sorted(GEMINI.glob("*/.gemini/tmp/*/chats/session-*"))
+IDS = [p.parents[4].name for p in FILES]
+HOLDS = ("user", "assistant", "tool-call", "tool-result", "reasoning")
+
+
+def _by_case(case: str) -> Path:
+    return next(p for p in FILES if p.parents[4].name == case)
+
+
+def test_fixtures_cover_handmade_legacy_and_recorded_cases() -> None:
+    assert {"edited", "legacy", "recorded-tool-failures", "recorded-resume"} <= set(IDS)
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_reader_snapshot(path: Path, snapshot) -> None:
+    snap = trajconv.read("gemini", path)
+    assert io.verify(snap).ok
+    assert json.loads(io.dumps(snap)) == snapshot
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_every_line_is_accounted_for(path: Path) -> None:
+    snap = trajconv.read("gemini", path)
+    units = 1 if path.suffix == ".json" else count_units(path.read_bytes())
+    conservation(snap, units)
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_reading_never_changes_the_native_home(path: Path) -> None:
+    home = path.parents[3]
+    before = fingerprint(home)
+    trajconv.read("gemini", path)
+    assert fingerprint(home) == before
+
+
+def test_record_kinds_rewind_replace_and_status() -> None:
+    snap = trajconv.read("gemini", _by_case("edited"))
+    assert [r.kind for r in snap.records] == [
+        "user",
+        "reasoning",
+        "tool-call",
+        "tool-call",
+        "tool-call",
+        "tool-result",
+        "tool-result",
+        "tool-result",
+        "assistant",
+        "system",
+        "user",
+        "reasoning",
+        "assistant",
+    ]
+    results = {r.result.call_id: r.result for r in snap.records if r.kind == "tool-result"}
+    assert results["call-ls-1"].ok is True and results["call-ls-1"].output == "notes.txt\nsrc/"
+    assert results["call-rd-2"].ok is False
+    assert results["call-rd-2"].output == "File not found: missing.txt"
+    assert results["call-sh-3"].ok is False  # cancelled
+    texts = [r.text for r in snap.records if r.kind == "user"]
+    assert texts == ["List the files and read notes.txt", "Summarise notes.txt instead"]
+    diags = {d.code: d.count for d in snap.diagnostics}
+    assert diags["rewound"] == 2 and diags["duplicate-message"] == 1 and diags["torn-line"] == 1
+    assert snap.session.title == "Inspect notes" and snap.session.cwd == "/work/proj2"
+    assert snap.session.model == "gemini-2.5-flash"
+    assert snap.records[1].text == "**Plan** List then read."
+
+
+def test_recorded_tool_failures_take_ok_from_status_and_exit_code() -> None:
+    snap = trajconv.read("gemini", _by_case("recorded-tool-failures"))
+    results = [r.result for r in snap.records if r.kind == "tool-result"]
+    assert [(r.ok, r.exit_code) for r in results] == [(True, None), (False, None), (False, 2)]
+    assert "File not found" in results[1].output
+    # the CLI's second copy of each result (a user message) is counted, not read twice
+    diags = {d.code: d.count for d in snap.diagnostics}
+    assert diags["repeated-terminal-result"] == 2
+    assert [r.kind for r in snap.records].count("system") == 1  # the <session_context>
+
+
+def test_recorded_resume_reads_the_rewritten_history_once() -> None:
+    snap = trajconv.read("gemini", _by_case("recorded-resume"))
+    user = [r.text for r in snap.records if r.kind == "user"]
+    assert user == ["What does notes.txt say?", "And how many words is that?"]
+    assert [r.kind for r in snap.records].count("tool-result") == 1
+    assert not continuity(snap).pending and not continuity(snap).orphans
+
+
+def test_project_hash_and_slug_as_the_cli_computes_them() -> None:
+    path = _by_case("recorded-tool-failures")
+    first = json.loads(path.read_text().splitlines()[0])
+    assert first["projectHash"] == layout.project_hash("/work/demo")
+    assert path.parents[1].name == layout.slugify("/work/demo") == "demo"
+    assert layout.slugify("/x/My Project__v2!") == "my-project-v2"
+    assert layout.slugify("/") == "project"
+
+
+def test_legacy_hash_folder_finds_its_cwd_through_the_registry() -> None:
+    snap = trajconv.read("gemini", _by_case("legacy"))
+    assert snap.session.cwd == "/work/legacy"
+    assert [r.kind for r in snap.records] == [
+        "user",
+        "assistant",
+        "tool-call",
+        "tool-result",
+        "assistant",
+    ]
+
+
+@pytest.mark.parametrize("which", ["user home", ".gemini"])
+def test_discover_takes_a_user_home_or_the_gemini_folder(which: str) -> None:
+    home = GEMINI / "edited"
+    refs = trajconv.discover("gemini", home if which == "user home" else home / ".gemini")
+    assert [(r.session_id, r.cwd) for r in refs] == [
+        ("5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f", "/work/proj2")
+    ]
+    # title and last update come from the tail's $set lines, as the session ends
+    assert (refs[0].title, refs[0].updated_at) == ("Inspect notes", "2026-11-30T03:12:12.000Z")
+
+
+def test_a_home_needs_session_and_bad_files_are_named(tmp_path: Path) -> None:
+    home = GEMINI / "edited"
+    with pytest.raises(FormatError, match="--session"):
+        trajconv.read("gemini", home)
+    snap = trajconv.read("gemini", home, session="5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f")
+    assert snap.session.title == "Inspect notes"
+    chats = _by_case("edited").parent  # a project's chats/ folder with one session
+    assert trajconv.read("gemini", chats).id == snap.id
+    bad = tmp_path / "session-2026-01-01T00-00-aaaaaaaa.jsonl"
+    bad.write_text('{"id": "x", "type": "user"}\n')
+    with pytest.raises(FormatError, match="no sessionId") as err:
+        trajconv.read("gemini", bad)
+    assert str(bad) in str(err.value)
+
+
+def _convert(src: Path, out: Path, **options: object) -> tuple[object, Path]:
+    snap, export = trajconv.convert("gemini", "gemini", src, out, **options)
+    return snap, export.out_dir
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_round_trip_keeps_every_record_the_format_holds(path: Path, tmp_path: Path) -> None:
+    snap, export = trajconv.convert("gemini", "gemini", path, tmp_path / "out", allow_lossy=True)
+    written = next((export.out_dir / "home/.gemini/tmp").glob("*/chats/session-*.jsonl"))
+    again = trajconv.read("gemini", written)
+    found = continuity(snap)
+    drop = set(found.pending) | set(found.orphans)
+    kept = snap.model_copy(update={"records": tuple(r for r in snap.records if r.id not in drop)})
+    assert merged_projection(again, HOLDS) == merged_projection(kept, HOLDS)
+    diags = {d.code: d.count for d in export.diagnostics}
+    assert diags.get("untranslated-system", 0) == sum(r.kind == "system" for r in snap.records)
+    assert again.session.cwd == snap.session.cwd and again.session.title == snap.session.title
+    assert again.session.id == snap.session.id
+
+
+def test_export_tree_snapshot(tmp_path: Path, snapshot) -> None:
+    _snap, out = _convert(_by_case("edited"), tmp_path / "out")
+    assert export_tree(out) == snapshot
+
+
+def _prepare(out: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(out / "prepare.py"), "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_prepare_uses_the_homes_project_folder_and_never_replaces(tmp_path: Path) -> None:
+    _snap, out = _convert(_by_case("edited"), tmp_path / "out")
+    home = tmp_path / "home"
+    gemini = home / ".gemini"
+    # the user already ran gemini in /work/proj2, whose folder got the slug proj2-1
+    (gemini / "tmp" / "proj2").mkdir(parents=True)
+    (gemini / "tmp" / "proj2" / ".project_root").write_text("/elsewhere/proj2")
+    (gemini / "tmp" / "proj2-1").mkdir()
+    (gemini / "tmp" / "proj2-1" / ".project_root").write_text("/work/proj2")
+    registry = '{"projects": {"/elsewhere/proj2": "proj2", "/work/proj2": "proj2-1"}}'
+    (gemini / "projects.json").write_text(registry)
+    dry = _prepare(out, home, "--dry-run")
+    assert dry.returncode == 0 and not (gemini / "tmp/proj2-1/chats").exists()
+    done = _prepare(out, home)
+    assert done.returncode == 0, done.stderr
+    installed = list((gemini / "tmp/proj2-1/chats").glob("session-*-5b0c2f4e.jsonl"))
+    assert len(installed) == 1
+    assert (gemini / "tmp/proj2/.project_root").read_text() == "/elsewhere/proj2"
+    assert (gemini / "projects.json").read_text() == registry
+    assert "gemini --resume 5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f" in done.stdout
+    assert "sessionRetention" in done.stderr  # the cleanup warning
+    again = _prepare(out, home)
+    assert again.returncode == 3 and "refusing" in again.stderr
+
+
+def test_prepare_claims_a_free_folder_in_a_fresh_home(tmp_path: Path) -> None:
+    _snap, out = _convert(_by_case("edited"), tmp_path / "out")
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {"general": {"sessionRetention": {"enabled": False}}}
+    (home / ".gemini/settings.json").write_text(json.dumps(settings))
+    done = _prepare(out, home)
+    assert done.returncode == 0 and "sessionRetention" not in done.stderr
+    assert (home / ".gemini/tmp/proj2/.project_root").read_text() == "/work/proj2"
+    assert len(list((home / ".gemini/tmp/proj2/chats").iterdir())) == 1
+
+
+def test_writer_refuses_without_cwd_or_user_message(tmp_path: Path) -> None:
+    snap = trajconv.read("gemini", _by_case("edited"))
+    no_cwd = snap.model_copy(update={"session": snap.session.model_copy(update={"cwd": None})})
+    with pytest.raises(RefusedError, match="cwd"):
+        trajconv.write(no_cwd, "gemini", tmp_path / "a")
+    only_ai = snap.model_copy(
+        update={"records": tuple(r for r in snap.records if r.kind == "assistant")}
+    )
+    with pytest.raises(RefusedError, match="no user message"):
+        trajconv.write(only_ai, "gemini", tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_resume_in_a_later_minute_reads_as_one_session(tmp_path: Path) -> None:
+    """0.61.0 writes a resume in a later minute to a second file (metadata, a history
+    rewrite, the new turn): both files are read in order, from either of them."""
+    source = _by_case("recorded-resume")
+    whole = trajconv.read("gemini", source)
+    lines = source.read_bytes().splitlines(keepends=True)
+    home = tmp_path / "home"
+    chats = home / ".gemini/tmp/demo/chats"
+    chats.mkdir(parents=True)
+    (home / ".gemini/tmp/demo/.project_root").write_text("/work/demo")
+    first = chats / source.name
+    second = chats / source.name.replace("T18-58-", "T18-59-")
+    first.write_bytes(b"".join(lines[:11]))
+    second.write_bytes(b"".join(lines[11:]))
+    for path in (first, second):
+        split = trajconv.read("gemini", path)
+        assert merged_projection(split, HOLDS) == merged_projection(whole, HOLDS)
+        conservation(split, len(lines))
+        assert [a.name for a in split.artifacts if a.name.startswith("chats/")] == [
+            f"chats/{first.name}",
+            f"chats/{second.name}",
+        ]
+    refs = trajconv.discover("gemini", home)
+    assert len(refs) == 1 and refs[0].size == len(b"".join(lines))
+
+
+def test_a_subagent_session_names_its_parent(tmp_path: Path) -> None:
+    chats = tmp_path / ".gemini/tmp/demo/chats"
+    sub = chats / "37ca2d5b-de8f-4d44-acc4-a8313cabc856"
+    sub.mkdir(parents=True)
+    (tmp_path / ".gemini/tmp/demo/.project_root").write_text("/work/demo")
+    meta = {"sessionId": "child-1", "projectHash": "x", "startTime": "2026-01-01T00:00:00Z"}
+    msg = {"id": "m1", "timestamp": "2026-01-01T00:00:01Z", "type": "user", "content": "go"}
+    (sub / "child-1.jsonl").write_text(
+        json.dumps({**meta, "kind": "subagent"}) + "\n" + json.dumps(msg) + "\n"
+    )
+    snap = trajconv.read("gemini", sub / "child-1.jsonl")
+    assert snap.session.parent_session_id == "37ca2d5b-de8f-4d44-acc4-a8313cabc856"
+    assert snap.session.cwd == "/work/demo" and [r.text for r in snap.records] == ["go"]
+    assert trajconv.discover("gemini", tmp_path) == []
+
+
+def test_prepare_refuses_a_session_the_cli_cleanup_would_delete(tmp_path: Path) -> None:
+    """The legacy fixture's lastUpdated is 2025-06-01: older than the default 30 days."""
+    _snap, out = trajconv.convert(
+        "gemini", "gemini", _by_case("legacy"), tmp_path / "out", cwd=str(tmp_path / "p")
+    )
+    home = tmp_path / "home"
+    refused = _prepare(out.out_dir, home)
+    assert refused.returncode == 3 and "--touch" in refused.stderr
+    assert not (home / ".gemini/tmp").exists()
+    done = _prepare(out.out_dir, home, "--touch")
+    assert done.returncode == 0, done.stderr
+    installed = next((home / ".gemini/tmp/p/chats").glob("session-*.jsonl"))
+    exported = next((out.out_dir / "home/.gemini/tmp/p/chats").glob("session-*.jsonl"))
+    lines = installed.read_bytes().splitlines(keepends=True)
+    assert b"".join(lines[:-1]) == exported.read_bytes()
+    stamp = json.loads(lines[-1])["$set"]["lastUpdated"]
+    assert stamp > "2026" and trajconv.read("gemini", installed).session.updated_at == stamp
+    off = tmp_path / "off"
+    (off / ".gemini").mkdir(parents=True)
+    settings = {"general": {"sessionRetention": {"enabled": False}}}
+    (off / ".gemini/settings.json").write_text(json.dumps(settings))
+    assert _prepare(out.out_dir, off).returncode == 0  # nothing to fear: installed unchanged
