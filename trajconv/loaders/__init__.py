@@ -15,5 +15,5 @@ def tools_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".tools"
 
 
-LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor")
+LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor", "opencode")
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
