@@ -262,8 +262,13 @@ class _Lowerer:
         end = ms(time) or state["time"]["start"]
         times = {"start": state["time"]["start"], "end": max(end, state["time"]["start"])}
         meta: JsonObj = {}
-        if exit_code is not None:
+        if exit_code is not None and (exit_code == 0) != (ok is False):
             meta["exit"] = exit_code
+        elif exit_code is not None:
+            # OpenCode reads a non-zero exit as a failure: a success that exited non-zero
+            # (or a failure that exited 0) keeps its status and loses the code
+            self.d.add("untranslated-exit-code", rid)
+            exit_code = None
         if truncated:
             meta["truncated"] = True
         if ok is None:
