@@ -103,7 +103,7 @@ def test_legacy_rules() -> None:
     bash = next(
         r for r in snap.records if r.kind == "tool-result" and r.result.call_id == "toolu_03"
     )
-    assert (bash.result.ok, bash.result.exit_code) == (False, 1)  # completed, but exit 1
+    assert (bash.ok, bash.exit_code) == (False, 1)  # completed, but exit 1
     for code in ("pending-tool-call", "invalid-line", "unknown-kind", "compaction-state",
                  "non-text-content"):  # fmt: skip
         assert snap.diagnostic_count(code) == 1, code
