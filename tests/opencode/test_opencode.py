@@ -100,9 +100,8 @@ def test_legacy_rules() -> None:
     kinds = [r.kind for r in snap.records]
     assert kinds.count("system") == 2  # the synthetic text and the APIError message
     assert "APIError: Overloaded" in [r.text for r in snap.records if r.kind == "system"]
-    bash = next(
-        r for r in snap.records if r.kind == "tool-result" and r.result.call_id == "toolu_03"
-    )
+    results = [r.result for r in snap.records if r.kind == "tool-result"]
+    bash = next(r for r in results if r.call_id == "toolu_03")
     assert (bash.ok, bash.exit_code) == (False, 1)  # completed, but exit 1
     for code in ("pending-tool-call", "invalid-line", "unknown-kind", "compaction-state",
                  "non-text-content"):  # fmt: skip

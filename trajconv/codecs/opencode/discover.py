@@ -73,7 +73,7 @@ def _json_refs(storage: Path, seen: set[str]) -> list[SessionRef]:
             SessionRef(
                 harness="opencode",
                 session_id=sid,
-                path=storage,
+                path=storage.parent,
                 title=_text(info.get("title")),
                 cwd=_text(info.get("directory")),
                 created_at=_ms(t.get("created")),

@@ -21,6 +21,7 @@ from trajconv.errors import FormatError
 DB = "opencode.db"
 STORAGE = "storage"
 DATA_REL = Path(".local") / "share" / "opencode"
+DOCUMENT = "opencode-export.json"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -72,6 +73,8 @@ def resolve(path: Path, session: str | None) -> Located:
         if path.suffix == ".json":
             return Located("export", path, session)
         raise FormatError(path, "not an OpenCode database (no SQLite header) or export document")
+    if (path / DOCUMENT).is_file():  # a trajconv export folder (the writer's readout)
+        return Located("export", path / DOCUMENT, session)
     data = data_folder(path)
     if data is None:
         raise FormatError(

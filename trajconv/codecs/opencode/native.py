@@ -76,6 +76,10 @@ def _parse(raw: bytes) -> JsonObj | None:
     return value if isinstance(value, dict) else None
 
 
+def _bytes(value: Any) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value or b"")
+
+
 def _ro_uri(path: Path) -> str:
     return f"file:{quote(str(path.absolute()))}?mode=ro"
 
@@ -142,23 +146,27 @@ class DbStore:
         }
         return {k: v for k, v in info.items() if v is not None}
 
-    def messages(self) -> Iterator[Unit]:
+    def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
+        """Each message with its parts, in one query (OpenCode's two orders joined)."""
         cur = self.con.execute(
-            "select id, time_created, data from message where session_id = ? "
-            "order by time_created, id",
+            "select m.id, m.time_created, m.data, p.id, p.data from message m "
+            "left join part p on p.message_id = m.id where m.session_id = ? "
+            "order by m.time_created, m.id, p.id",
             (self.session,),
         )
-        for mid, created, data in cur:
-            raw = data.encode() if isinstance(data, str) else bytes(data or b"")
-            yield Unit(str(mid), _parse(raw), raw, f"message:{mid}", created)
-
-    def parts(self, message_id: str) -> Iterator[Unit]:
-        cur = self.con.execute(
-            "select id, data from part where message_id = ? order by id", (message_id,)
-        )
-        for pid, data in cur:
-            raw = data.encode() if isinstance(data, str) else bytes(data or b"")
-            yield Unit(str(pid), _parse(raw), raw, f"part:{pid}")
+        msg: Unit | None = None
+        parts: list[Unit] = []
+        for mid, created, mdata, pid, pdata in cur:
+            if msg is None or msg.id != mid:
+                if msg is not None:
+                    yield msg, parts
+                raw = _bytes(mdata)
+                msg, parts = Unit(str(mid), _parse(raw), raw, f"message:{mid}", created), []
+            if pid is not None:
+                raw = _bytes(pdata)
+                parts.append(Unit(str(pid), _parse(raw), raw, f"part:{pid}"))
+        if msg is not None:
+            yield msg, parts
 
     def children(self) -> list[str]:
         return [
@@ -197,7 +205,7 @@ class JsonStore:
     def rel(self, path: Path) -> str:
         return path.relative_to(self.storage).as_posix()
 
-    def messages(self) -> Iterator[Unit]:
+    def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
         folder = self.storage / "message" / self.session
         units = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -211,7 +219,8 @@ class JsonStore:
             units.append(Unit(path.stem, data, raw, self.rel(path), created))
         # as the database orders them: time created, then id (None first, as SQLite does)
         units.sort(key=lambda u: (u.time_created is not None, u.time_created or 0, u.id))
-        yield from units
+        for unit in units:
+            yield unit, list(self.parts(unit.id))
 
     def parts(self, message_id: str) -> Iterator[Unit]:
         folder = self.storage / "part" / message_id
@@ -241,29 +250,26 @@ class ExportStore:
         self._info: JsonObj = info
         self._messages = messages
         self.session = str(info.get("id") or "")
-        self._parts: dict[str, tuple[int, list[Any]]] = {}
 
     def info(self) -> JsonObj:
         return self._info
 
-    def messages(self) -> Iterator[Unit]:
+    def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
         for i, entry in enumerate(self._messages):
             place = f"messages[{i}]"
             minfo = entry.get("info") if isinstance(entry, dict) else None
             if not isinstance(minfo, dict):
-                yield Unit(f"#{i}", None, orjson.dumps(entry), place)
+                yield Unit(f"#{i}", None, orjson.dumps(entry), place), []
                 continue
             mid = str(minfo.get("id") or f"#{i}")
             parts = entry.get("parts")
-            self._parts[mid] = (i, parts if isinstance(parts, list) else [])
-            yield Unit(mid, minfo, b"", place)
-
-    def parts(self, message_id: str) -> Iterator[Unit]:
-        i, parts = self._parts.pop(message_id, (0, []))
-        for j, part in enumerate(parts):
-            data = part if isinstance(part, dict) else None
-            pid = str(data.get("id")) if data is not None and data.get("id") else f"#{i}.{j}"
-            yield Unit(pid, data, b"" if data else orjson.dumps(part), f"messages[{i}].parts[{j}]")
+            units = []
+            for j, part in enumerate(parts if isinstance(parts, list) else []):
+                data = part if isinstance(part, dict) else None
+                pid = str(data.get("id")) if data is not None and data.get("id") else f"#{i}.{j}"
+                raw = b"" if data else orjson.dumps(part)
+                units.append(Unit(pid, data, raw, f"messages[{i}].parts[{j}]"))
+            yield Unit(mid, minfo, b"", place), units
 
     def children(self) -> list[str]:
         return []

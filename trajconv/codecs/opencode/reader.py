@@ -122,7 +122,7 @@ class _Projector:
         if self.b.record_count > self.limits.max_records:
             raise LimitError(unit.place, "max_records", self.limits.max_records)
 
-    def message(self, msg: native.Unit, parts: Iterator[native.Unit]) -> None:
+    def message(self, msg: native.Unit, parts: list[native.Unit]) -> None:
         self._budget(msg)
         mline = self.rows.add("message", msg, time_created=msg.time_created)
         info = msg.data
@@ -279,8 +279,8 @@ def _session(info: dict[str, Any], sid: str, model: str | None) -> Session:
 
 
 def _project(b: SnapshotBuilder, store: native.Store, p: _Projector) -> None:
-    for msg in store.messages():
-        p.message(msg, store.parts(msg.id))
+    for msg, parts in store.messages():
+        p.message(msg, parts)
 
 
 @contextlib.contextmanager

@@ -30,13 +30,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.opencode.layout import DOCUMENT
 from trajconv.codecs.opencode.reader import HARNESS
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
 from trajconv.snapshot.spool import CHUNK, Spool
 
-DOCUMENT = "opencode-export.json"
 #: the OpenCode version whose document shape this writer follows
 FORMAT_VERSION = "1.18.33"
 MASK = (1 << 48) - 1
