@@ -392,6 +392,8 @@ def plan(
             "--opencode PATH) and checks it with `opencode export`",
             f"run prepare.py and the resume command in {workdir}: OpenCode files a session "
             "under the project of the directory it is imported in",
+            "to try it in a scratch home first: python prepare.py --home DIR --cwd PROJECT, "
+            "then run OpenCode there with HOME and XDG_DATA_HOME under DIR",
             "the messages name the model "
             + (f"{model[0]}/{model[1]}" if model else "of the source")
             + "; pass -m provider/model when that model is not configured",
