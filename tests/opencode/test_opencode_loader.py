@@ -6,7 +6,8 @@ scratch home, ``opencode export`` gives back the same messages and parts,
 ``opencode session list`` lists it, and ``opencode run --session`` continues it against the
 loopback model server, whose request must carry the earlier conversation: every user
 message, assistant text, tool call (name, arguments) and tool result (text) in order, then
-the new prompt, and nothing else but the system prompt and reasoning the session holds.
+the new prompt, and nothing else but the system prompt (reasoning arrives as reasoning, or
+as assistant text when it was written by another model).
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ def expected_items(snap: Snapshot) -> Iterator[dict[str, Any]]:
             yield {"kind": "user", "text": r.text}
         elif r.kind == "assistant":
             yield {"kind": "assistant", "text": r.text}
+        elif r.kind == "reasoning":
+            # OpenCode replays reasoning as reasoning to the model that wrote it and as plain
+            # assistant text to any other model (observed with 1.18.33)
+            same = r.model == f"{loader.PROVIDER}/{loader.MODEL}"
+            yield {"kind": "reasoning" if same else "assistant", "text": r.text}
         elif r.kind == "tool-call":
             yield {"kind": "tool-call", "name": r.call.name, "arguments": r.call.arguments,
                    "id": r.call.id}  # fmt: skip
@@ -172,12 +178,8 @@ def test_continued_turn_carries_the_conversation(
     assert len(requests) == 1
     seen = loader.request_items(requests[0])
     assert seen[0]["kind"] == "system"
-    reasoning = [i["text"] for i in seen if i["kind"] == "reasoning"]
-    held = [r.text for r in inst.written.records if r.kind == "reasoning"]
-    assert all(text in held for text in reasoning)  # reasoning is sent only as written
-    conversation = [i for i in seen[1:] if i["kind"] not in ("reasoning",)]
-    assert merged(conversation) == [*merged(expected_items(inst.written)),
-                                    {"kind": "user", "text": PROMPT}]  # fmt: skip
+    assert merged(seen[1:]) == [*merged(expected_items(inst.written)),
+                                {"kind": "user", "text": PROMPT}]  # fmt: skip
     failures = [r.result.output for r in inst.written.records
                 if r.kind == "tool-result" and r.result.ok is False]  # fmt: skip
     results = [i["text"] for i in seen if i["kind"] == "tool-result"]
