@@ -46,7 +46,12 @@ def units(path: Path, session: str) -> int:
     if path.is_file():
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            parts = con.execute("select count(*) from part where session_id = ?", (session,))
+            parts = con.execute(
+                "select count(*) from part p where exists (select 1 from message m where "
+                "m.id = p.message_id and m.session_id = ?) or (p.session_id = ? and not exists "
+                "(select 1 from message m where m.id = p.message_id and m.session_id = ?))",
+                (session, session, session),
+            )
             empty = con.execute(
                 "select count(*) from message m where m.session_id = ? and not exists "
                 "(select 1 from part p where p.message_id = m.id)",

@@ -41,10 +41,10 @@ def _db_refs(db: Path) -> list[SessionRef]:
         refs.append(
             SessionRef(
                 harness="opencode",
-                session_id=str(sid),
+                session_id=native.text(sid),
                 path=db,
-                title=_text(title),
-                cwd=_text(directory),
+                title=_text(native.text(title)) if title is not None else None,
+                cwd=_text(native.text(directory)) if directory is not None else None,
                 created_at=_ms(created),
                 updated_at=_ms(updated),
                 size=int(size) if isinstance(size, int) else None,

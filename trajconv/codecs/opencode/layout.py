@@ -86,9 +86,15 @@ def resolve(path: Path, session: str | None) -> Located:
             path, "this is an OpenCode data folder with many sessions; pick one with --session ID"
         )
     if (data / DB).is_file():
+        import sqlite3
+
         from trajconv.codecs.opencode import native
 
-        if native.db_has_session(data / DB, session):
+        try:
+            found = native.db_has_session(data / DB, session)
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise FormatError(data / DB, f"cannot read the database: {exc}") from None
+        if found:
             return Located("db", data / DB, session)
     if storage.is_dir() and json_session_file(storage, session) is not None:
         return Located("json", storage, session)

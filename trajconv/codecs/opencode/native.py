@@ -77,7 +77,26 @@ def _parse(raw: bytes) -> JsonObj | None:
 
 
 def _bytes(value: Any) -> bytes:
-    return value.encode() if isinstance(value, str) else bytes(value or b"")
+    """A ``data`` cell as bytes, whatever SQLite holds there (text, blob, a number, null)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, bytes | memoryview):
+        return bytes(value)
+    return b"" if value is None else str(value).encode()
+
+
+def text(value: Any) -> str:
+    """An id or other text cell as a string."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def _cell(value: Any) -> Any:
+    """A session cell as a JSON value (a blob where text belongs becomes text)."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return value
 
 
 def _ro_uri(path: Path) -> str:
@@ -100,9 +119,10 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
             except sqlite3.Error as exc:
                 raise FormatError(path, f"cannot open database: {exc}") from None
         stack.callback(con.close)
+        con.text_factory = bytes  # a damaged text cell must not stop the read; decoded below
         try:
             con.execute("select 1 from session limit 1").fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise FormatError(path, f"not an OpenCode database: {exc}") from None
         yield con
 
@@ -119,14 +139,14 @@ class DbStore:
         self.con = con
         self.path = path
         self.session = session
-        cols = {r[1] for r in con.execute("pragma table_info(session)")}
+        cols = {text(r[1]) for r in con.execute("pragma table_info(session)")}
         wanted = [c for c in SESSION_COLUMNS if c in cols]
         row = con.execute(
             f"select {', '.join(wanted)} from session where id = ?", (session,)
         ).fetchone()
         if row is None:
             raise FormatError(path, f"no session {session!r} in the session table")
-        self.row: JsonObj = dict(zip(wanted, row, strict=True))
+        self.row: JsonObj = {k: _cell(v) for k, v in zip(wanted, row, strict=True)}
 
     def info(self) -> JsonObj:
         """The session row in the shape of ``opencode export``'s ``info`` (§4)."""
@@ -157,20 +177,34 @@ class DbStore:
         msg: Unit | None = None
         parts: list[Unit] = []
         for mid, created, mdata, pid, pdata in cur:
+            mid = text(mid)
             if msg is None or msg.id != mid:
                 if msg is not None:
                     yield msg, parts
                 raw = _bytes(mdata)
-                msg, parts = Unit(str(mid), _parse(raw), raw, f"message:{mid}", created), []
+                msg, parts = Unit(mid, _parse(raw), raw, f"message:{mid}", created), []
             if pid is not None:
-                raw = _bytes(pdata)
-                parts.append(Unit(str(pid), _parse(raw), raw, f"part:{pid}"))
+                pid, raw = text(pid), _bytes(pdata)
+                parts.append(Unit(pid, _parse(raw), raw, f"part:{pid}"))
         if msg is not None:
             yield msg, parts
 
+    def orphans(self) -> Iterator[Unit]:
+        """Parts of the session whose message is not there (OpenCode never shows them)."""
+        cur = self.con.execute(
+            "select p.id, p.data from part p where p.session_id = ? and not exists "
+            "(select 1 from message m where m.id = p.message_id and m.session_id = ?) "
+            "order by p.id",
+            (self.session, self.session),
+        )
+        for pid, data in cur:
+            pid = text(pid)
+            raw = _bytes(data)
+            yield Unit(pid, _parse(raw), raw, f"part:{pid}")
+
     def children(self) -> list[str]:
         return [
-            str(r[0])
+            text(r[0])
             for r in self.con.execute(
                 "select id from session where parent_id = ? order by time_created, id",
                 (self.session,),

@@ -20,6 +20,7 @@ Format facts: ``shared/formats/opencode.md`` §5, §6, §9 (OpenCode 1.18.33). R
   ``rows.jsonl`` artifact (or the export document);
 * an assistant message's ``error`` ({name, data.message}) -> a ``system`` record;
 * record ids are ``opencode:<part id>`` (a tool's result ``opencode:<part id>:result``);
+* a part row whose message row is missing (``orphan-part``) is kept in ``rows.jsonl``;
 * a sub-session (task tool) is its own session: its ``parent_id`` is the Snapshot's
   ``parent_session_id``, and a parent lists its children in ``children.json``.
 """
@@ -27,6 +28,7 @@ Format facts: ``shared/formats/opencode.md`` §5, §6, §9 (OpenCode 1.18.33). R
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,17 +124,23 @@ class _Projector:
         if self.b.record_count > self.limits.max_records:
             raise LimitError(unit.place, "max_records", self.limits.max_records)
 
+    def _skip(self, msg: native.Unit, parts: list[native.Unit], code: str, name: str | None
+              ) -> None:  # fmt: skip
+        """A message that cannot be projected: its parts (or it, without parts) are counted."""
+        for part in parts:
+            self._budget(part)
+            self.rows.add("part", part, message_id=msg.id)
+            self.d.add(code, part.place, name=name)
+        if not parts:
+            self.d.add(code, msg.place, name=name)
+
     def message(self, msg: native.Unit, parts: list[native.Unit]) -> None:
         self._budget(msg)
         mline = self.rows.add("message", msg, time_created=msg.time_created)
         info = msg.data
         if info is None:
             # The message cannot be read: its parts are kept in the artifact and counted.
-            self.d.add("invalid-line", msg.place)
-            for part in parts:
-                self._budget(part)
-                self.rows.add("part", part, message_id=msg.id)
-                self.d.add("invalid-line", part.place)
+            self._skip(msg, parts, "invalid-line", None)
             return
         role = info.get("role")
         created = _time(info, "created") or _ms(msg.time_created)
@@ -141,11 +149,7 @@ class _Projector:
         elif role == "assistant":
             self.model = _model(info) or self.model
         else:
-            self.d.add("unknown-kind", msg.place, name=f"message:{role}")
-            for part in parts:
-                self._budget(part)
-                self.rows.add("part", part, message_id=msg.id)
-                self.d.add("unknown-kind", part.place, name=f"message:{role}")
+            self._skip(msg, parts, "unknown-kind", f"message:{role}")
             return
         count = 0
         self.results = []
@@ -281,6 +285,10 @@ def _session(info: dict[str, Any], sid: str, model: str | None) -> Session:
 def _project(b: SnapshotBuilder, store: native.Store, p: _Projector) -> None:
     for msg, parts in store.messages():
         p.message(msg, parts)
+    if isinstance(store, native.DbStore):
+        for part in store.orphans():
+            p.rows.add("part", part)
+            b.diagnostics.add("orphan-part", part.place)
 
 
 @contextlib.contextmanager
@@ -294,7 +302,7 @@ def _open(located: layout.Located, limits: Limits) -> Iterator[native.Store]:
                         located.path,
                         f"this database holds {len(rows)} sessions; pick one with --session ID",
                     )
-                session = str(rows[0][0])
+                session = native.text(rows[0][0])
             else:
                 session = located.session
             yield native.DbStore(con, located.path, session)
@@ -317,6 +325,13 @@ def _open(located: layout.Located, limits: Limits) -> Iterator[native.Store]:
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     located = layout.resolve(path, session)
+    try:
+        return _read(located, limits)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged database: named
+        raise FormatError(located.path, f"cannot read the database: {exc}") from None
+
+
+def _read(located: layout.Located, limits: Limits) -> Snapshot:
     with _open(located, limits) as store:
         info = store.info()
         sid = store.session
