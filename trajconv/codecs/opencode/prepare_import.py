@@ -109,13 +109,16 @@ def session_exists(db: Path, sid: str) -> bool:
     if not db.is_file():
         return False
     uri = f"file:{quote(str(db))}?mode=ro"
-    con = sqlite3.connect(uri, uri=True)
     try:
-        return con.execute("select 1 from session where id = ?", (sid,)).fetchone() is not None
-    except sqlite3.Error:
-        return False
-    finally:
-        con.close()
+        con = sqlite3.connect(uri, uri=True)
+        try:
+            row = con.execute("select 1 from session where id = ?", (sid,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        # import would merge into an existing session silently: never guess
+        fail(1, f"cannot check {db} for session {sid}: {exc}")
+    return row is not None
 
 
 def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
