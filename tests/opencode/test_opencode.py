@@ -239,3 +239,32 @@ def test_prepare_refuses_to_replace_and_dry_runs(tmp_path: Path) -> None:
     doc.write_text(doc.read_text().replace("remember", "forget"))
     proc = subprocess.run(prepare, capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and "sha256" in proc.stderr
+
+
+def test_request_items_reads_a_chat_completions_body() -> None:
+    from trajconv.loaders.opencode import request_items
+
+    body = {
+        "messages": [
+            {"role": "system", "content": "You are opencode."},
+            {"role": "user", "content": [{"type": "text", "text": "List"}]},
+            {"role": "assistant", "content": "", "reasoning_content": "Plan.",
+             "tool_calls": [{"id": "c1", "type": "function",
+                             "function": {"name": "bash", "arguments": '{"command":"ls"}'}},
+                            {"id": "c2", "type": "function",
+                             "function": {"name": "read", "arguments": "not json"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "a.txt\n"},
+            {"role": "tool", "tool_call_id": "c2", "content": "File not found"},
+            {"role": "assistant", "content": "Done."},
+        ]
+    }  # fmt: skip
+    assert request_items(body) == [
+        {"kind": "system", "text": "You are opencode."},
+        {"kind": "user", "text": "List"},
+        {"kind": "reasoning", "text": "Plan."},
+        {"kind": "tool-call", "name": "bash", "arguments": {"command": "ls"}, "id": "c1"},
+        {"kind": "tool-call", "name": "read", "arguments": {"_raw": "not json"}, "id": "c2"},
+        {"kind": "tool-result", "call_id": "c1", "text": "a.txt\n", "error": None},
+        {"kind": "tool-result", "call_id": "c2", "text": "File not found", "error": None},
+        {"kind": "assistant", "text": "Done."},
+    ]
