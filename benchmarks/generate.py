@@ -35,7 +35,7 @@ DATA = Path(__file__).resolve().parent / ".data"
 GENERATOR_VERSION = 7
 SEED = 20261130
 SIZES = {"10MB": 10 * 1024**2, "100MB": 100 * 1024**2, "1GB": 1024**3}
-HARNESSES = ("grok", "copilot", "fx1", "fx4", "cursor", "deepagents", "gemini")
+HARNESSES = ("grok", "copilot", "fx1", "fx4", "cursor", "deepagents", "gemini", "opencode")
 CWD = "/srv/bench"
 BASE_MS = 1_788_249_600_000  # 2026-09-01T08:00:00Z
 
@@ -1044,6 +1044,115 @@ def gen_gemini(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
         "home": str(out),
         "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
         "units": log.lines,
+# -- OpenCode (opencode.md §2, §3, §5, §6) ---------------------------------------------------
+
+
+def gen_opencode(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """``<data>/opencode.db`` with the session, message and part tables of 1.18.x (§2): one
+    session, user messages with a text part, assistant steps with reasoning, text and tool
+    parts between step-start and step-finish, ids in OpenCode's shape (§3)."""
+    text = Text(rng)
+    db = out / ".local" / "share" / "opencode" / "opencode.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.executescript(
+        """
+        CREATE TABLE project (id text PRIMARY KEY, worktree text NOT NULL, vcs text,
+          name text, time_created integer NOT NULL, time_updated integer NOT NULL,
+          sandboxes text NOT NULL);
+        CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, workspace_id text,
+          parent_id text, slug text NOT NULL, directory text NOT NULL, path text,
+          title text NOT NULL, version text NOT NULL, agent text, model text,
+          time_created integer NOT NULL, time_updated integer NOT NULL, time_compacting integer,
+          time_archived integer);
+        CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+          time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL,
+          session_id text NOT NULL, time_created integer NOT NULL,
+          time_updated integer NOT NULL, data text NOT NULL);
+        CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
+        CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+        CREATE INDEX part_session_idx ON part (session_id);
+        """
+    )
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    counter = (BASE_MS * 4096) & ((1 << 48) - 1)
+
+    def ident(prefix: str) -> str:
+        nonlocal counter
+        counter += 1
+        return f"{prefix}_{counter:012x}" + "".join(rng.choice(alphabet) for _ in range(14))
+
+    sid = "ses_" + f"{~(BASE_MS * 4096) & ((1 << 48) - 1):012x}" + "Bench0000000000"[:14]
+    con.execute("INSERT INTO project VALUES ('global', '/', NULL, NULL, ?, ?, '[]')",
+                (BASE_MS, BASE_MS))  # fmt: skip
+    written = 0
+    count = 0
+    ms = BASE_MS
+    calls = 0
+
+    def message(data: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+        nonlocal written, count, ms
+        mid = ident("msg")
+        ms += 1000
+        body = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        con.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)", (mid, sid, ms, ms, body))
+        for part in parts:
+            pdata = json.dumps(part, separators=(",", ":"), ensure_ascii=False)
+            con.execute(
+                "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                (ident("prt"), mid, sid, ms, ms, pdata),
+            )
+            written += len(pdata)
+            count += 1
+
+    tokens = {"input": 1000, "output": 50, "reasoning": 20, "cache": {"read": 0, "write": 0}}
+    assistant = {"role": "assistant", "mode": "build", "agent": "build", "modelID": "gpt-5",
+                 "providerID": "openai", "path": {"cwd": CWD, "root": CWD}, "cost": 0,
+                 "tokens": tokens}  # fmt: skip
+    while written < target * 3 // 4:
+        message({"role": "user", "time": {"created": ms}, "agent": "build",
+                 "model": {"providerID": "openai", "modelID": "gpt-5"}},
+                [{"type": "text", "text": text(_size(rng, 300, 20_000))}])  # fmt: skip
+        for _s in range(rng.choice((0, 1, 2, 3))):
+            calls += 1
+            failed = rng.random() < 0.1
+            state: dict[str, Any] = {"input": {"filePath": f"{CWD}/src/m{calls % 997}.py"},
+                                     "time": {"start": ms, "end": ms + 10}}  # fmt: skip
+            if failed:
+                state |= {"status": "error", "error": text(_size(rng, 200, 2_000))}
+            else:
+                state |= {"status": "completed", "output": text(_size(rng, 1_500, 200_000)),
+                          "title": "read", "metadata": {}}  # fmt: skip
+            message({**assistant, "time": {"created": ms}, "finish": "tool-calls"}, [
+                {"type": "step-start"},
+                {"type": "reasoning", "text": text(300), "time": {"start": ms, "end": ms}},
+                {"type": "tool", "callID": f"call_{calls:07d}", "tool": "read", "state": state},
+                {"type": "step-finish", "reason": "tool-calls", "cost": 0, "tokens": tokens},
+            ])  # fmt: skip
+        message({**assistant, "time": {"created": ms}, "finish": "stop"}, [
+            {"type": "step-start"},
+            {"type": "text", "text": text(_size(rng, 600, 20_000))},
+            {"type": "step-finish", "reason": "stop", "cost": 0, "tokens": tokens},
+        ])  # fmt: skip
+    con.execute(
+        "INSERT INTO session (id, project_id, slug, directory, path, title, version, "
+        "time_created, time_updated) VALUES (?, 'global', 'bench-run', ?, ?, ?, '1.18.33', ?, ?)",
+        (sid, CWD, CWD.lstrip("/"), "Benchmark session", BASE_MS, ms),
+    )
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    for suffix in ("-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    return {
+        "harness": "opencode",
+        "read_path": str(db),
+        "session": sid,
+        "home": str(out),
+        "floor": {"kind": "opencode", "db": str(db), "session": sid},
+        "units": count,
     }
 
 
@@ -1059,6 +1168,7 @@ GENERATORS: dict[str, Callable[[Path, int, random.Random], dict[str, Any]]] = {
     "cursor": gen_cursor,
     "deepagents": gen_deepagents,
     "gemini": gen_gemini,
+    "opencode": gen_opencode,
 }
 
 

@@ -139,6 +139,25 @@ def floor(info: dict[str, Any]) -> int:
         units = _floor_cursor(spec["db"])
     elif spec["kind"] == "deepagents":
         units = _floor_deepagents(spec["db"], spec["thread"])
+    elif spec["kind"] == "opencode":
+        units = _floor_opencode(spec["db"], spec["session"])
+    return units
+
+
+def _floor_opencode(db: str, session: str) -> int:
+    import sqlite3
+
+    import orjson
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    units = 0
+    for (data,) in con.execute(
+        "SELECT p.data FROM message m JOIN part p ON p.message_id = m.id "
+        "WHERE m.session_id = ? ORDER BY m.time_created, m.id, p.id",
+        (session,),
+    ):
+        orjson.loads(data)
+        units += 1
     return units
 
 

@@ -76,6 +76,23 @@ def _deepagents_units(snap: Snapshot, victim: Path) -> int | None:
         return None
 
 
+def _opencode_units(snap: Snapshot, victim: Path) -> int | None:
+    import sqlite3
+
+    from tests.opencode.support import units
+
+    try:
+        con = sqlite3.connect(f"file:{victim}?mode=ro", uri=True)
+        try:
+            damaged = con.execute("pragma quick_check").fetchone()[0] != "ok"
+        finally:
+            con.close()
+        # on damaged pages two query plans can see different rows: no independent count
+        return None if damaged else units(victim, snap.session.id)
+    except Exception:  # the independent counter cannot read this mutation either
+        return None
+
+
 @dataclass(frozen=True)
 class Target:
     """Where a codec's fixtures keep the file to mutate, and how to count its units."""
@@ -104,6 +121,8 @@ TARGETS: dict[str, Target] = {
         lambda snap, victim: _journal_units(victim.name)(snap, victim),
     ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
+    # the one-session database (a two-session store needs --session, so reads would refuse)
+    "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
 }
 
 

@@ -158,6 +158,38 @@ def _gemini(export: Export, written: Snapshot) -> Verdict | None:
     }
 
 
+def _opencode(export: Export, written: Snapshot) -> Verdict | None:
+    from trajconv.loaders import opencode
+
+    exe = opencode.find(tools_dir())
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trajconv-opencode-home-") as scratch:
+        home, cwd = Path(scratch) / "home", Path(scratch) / "project"
+        home.mkdir()
+        cwd.mkdir()
+        # prepare.py runs the real `opencode import` and checks it with `opencode export`
+        subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home),
+             "--cwd", str(cwd), "--opencode", str(exe)],
+            check=True, capture_output=True, timeout=600, env=opencode.scratch_env(home),
+        )  # fmt: skip
+        listed = any(
+            s.get("id") == export.session_id for s in opencode.session_list(exe, home, cwd)
+        )
+        requests = opencode.continue_session(
+            exe, home, export.session_id, str(cwd), "Continue.", Path(scratch) / "work"
+        )
+    seen = opencode.request_items(requests[0]) if requests else []
+    held = sum(r.kind in ("user", "tool-call", "tool-result") for r in written.records)
+    replayed = sum(i["kind"] in ("user", "tool-call", "tool-result") for i in seen) - 1
+    return {
+        "ok": listed and replayed == held,
+        "version": opencode.VERSION,
+        "detail": f"listed={listed} requests={len(requests)} replayed={replayed} held={held}",
+    }
+
+
 CHECKS = {
     "codex": _codex,
     "grok": _grok,
@@ -167,6 +199,7 @@ CHECKS = {
     "atif": _atif,
     "claude": _claude,
     "gemini": _gemini,
+    "opencode": _opencode,
 }
 
 

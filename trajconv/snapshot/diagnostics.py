@@ -61,6 +61,7 @@ _CODES: tuple[Code, ...] = (
         "terminal tool update after the first one for the same call",
     ),
     _r("orphan-tool-result", "warning", "tool result or update for a call the session never made"),
+    _r("orphan-part", "warning", "part of a message that is not in the store, kept in artifacts"),
     _r("rewound", "info", "unit on a branch the user rewound; kept in artifacts, not in records"),
     _r(
         "redacted-content",

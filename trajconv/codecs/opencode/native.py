@@ -1,0 +1,312 @@
+"""OpenCode's stores as one read-only view: a session's info, its messages in order, each
+message's parts in order.
+
+* SQLite (1.2.0 … 1.18.x, ``shared/formats/opencode.md`` §2, §3): tables ``session``,
+  ``message`` (``data`` = the message without ``id``/``sessionID``) and ``part`` (``data`` =
+  the part without ``id``/``sessionID``/``messageID``); messages are read ordered by
+  ``time_created`` then ``id``, parts by ``id`` within a message (the CLI's own indexes).
+  Opened ``mode=ro``; when a ``-wal`` file is present the database and its WAL are copied
+  first (a read-only connection cannot fold a WAL in without writing the ``-shm``).
+* Legacy JSON storage (before 1.2.0, §7): ``session/<project>/<id>.json``,
+  ``message/<session>/<id>.json``, ``part/<message>/<id>.json``, each a whole object with
+  its ids; same orders.
+* An ``opencode export`` document (§8): ``{"info", "messages": [{"info", "parts"}]}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from trajconv.errors import FormatError
+
+JsonObj = dict[str, Any]
+
+#: part types that only mark the agent loop (one LLM call, a retry, file snapshots)
+LIFECYCLE_PARTS = ("step-start", "step-finish", "retry", "snapshot", "patch")
+#: part types that carry something the model saw but no record kind holds
+NON_TEXT_PARTS = ("file", "agent", "subtask")
+
+SESSION_COLUMNS = (
+    "id",
+    "project_id",
+    "workspace_id",
+    "parent_id",
+    "slug",
+    "directory",
+    "path",
+    "title",
+    "version",
+    "agent",
+    "model",
+    "time_created",
+    "time_updated",
+    "time_compacting",
+    "time_archived",
+)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One native row or file: a message or a part."""
+
+    id: str
+    data: JsonObj | None
+    """the parsed object, or None when it is not a JSON object"""
+    raw: bytes
+    place: str
+    """``message:<id>`` / ``part:<id>`` (database), a file (storage), a JSON path (export)"""
+    time_created: int | None = None
+
+
+def _parse(raw: bytes) -> JsonObj | None:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _bytes(value: Any) -> bytes:
+    """A ``data`` cell as bytes, whatever SQLite holds there (text, blob, a number, null)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if isinstance(value, bytes | memoryview):
+        return bytes(value)
+    return b"" if value is None else str(value).encode()
+
+
+def text(value: Any) -> str:
+    """An id or other text cell as a string."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def _cell(value: Any) -> Any:
+    """A session cell as a JSON value (a blob where text belongs becomes text)."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return value
+
+
+def _ro_uri(path: Path) -> str:
+    return f"file:{quote(str(path.absolute()))}?mode=ro"
+
+
+@contextlib.contextmanager
+def connect(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to ``path``, or to a private copy when a WAL is present."""
+    wal = path.with_name(path.name + "-wal")
+    with contextlib.ExitStack() as stack:
+        if wal.is_file() and wal.stat().st_size > 0:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trajconv-oc-")))
+            shutil.copyfile(path, tmp / path.name)
+            shutil.copyfile(wal, tmp / wal.name)
+            con = sqlite3.connect(tmp / path.name)  # the copy is ours to fold the WAL into
+        else:
+            try:
+                con = sqlite3.connect(_ro_uri(path), uri=True)
+            except sqlite3.Error as exc:
+                raise FormatError(path, f"cannot open database: {exc}") from None
+        stack.callback(con.close)
+        con.text_factory = bytes  # a damaged text cell must not stop the read; decoded below
+        try:
+            con.execute("select 1 from session limit 1").fetchall()
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise FormatError(path, f"not an OpenCode database: {exc}") from None
+        yield con
+
+
+def db_has_session(path: Path, session: str) -> bool:
+    with connect(path) as con:
+        return con.execute("select 1 from session where id = ?", (session,)).fetchone() is not None
+
+
+class DbStore:
+    """One session of an ``opencode.db``."""
+
+    def __init__(self, con: sqlite3.Connection, path: Path, session: str) -> None:
+        self.con = con
+        self.path = path
+        self.session = session
+        cols = {text(r[1]) for r in con.execute("pragma table_info(session)")}
+        wanted = [c for c in SESSION_COLUMNS if c in cols]
+        row = con.execute(
+            f"select {', '.join(wanted)} from session where id = ?", (session,)
+        ).fetchone()
+        if row is None:
+            raise FormatError(path, f"no session {session!r} in the session table")
+        self.row: JsonObj = {k: _cell(v) for k, v in zip(wanted, row, strict=True)}
+
+    def info(self) -> JsonObj:
+        """The session row in the shape of ``opencode export``'s ``info`` (§4)."""
+        r = self.row
+        model = _parse(r["model"].encode()) if isinstance(r.get("model"), str) else None
+        info: JsonObj = {
+            "id": r["id"],
+            "slug": r.get("slug"),
+            "projectID": r.get("project_id"),
+            "directory": r.get("directory"),
+            "parentID": r.get("parent_id"),
+            "title": r.get("title"),
+            "version": r.get("version"),
+            "agent": r.get("agent"),
+            "model": model,
+            "time": {"created": r.get("time_created"), "updated": r.get("time_updated")},
+        }
+        return {k: v for k, v in info.items() if v is not None}
+
+    def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
+        """Each message with its parts, in one query (OpenCode's two orders joined)."""
+        cur = self.con.execute(
+            "select m.id, m.time_created, m.data, p.id, p.data from message m "
+            "left join part p on p.message_id = m.id where m.session_id = ? "
+            "order by m.time_created, m.id, p.id",
+            (self.session,),
+        )
+        msg: Unit | None = None
+        parts: list[Unit] = []
+        for mid, created, mdata, pid, pdata in cur:
+            mid = text(mid)
+            if msg is None or msg.id != mid:
+                if msg is not None:
+                    yield msg, parts
+                raw = _bytes(mdata)
+                msg, parts = Unit(mid, _parse(raw), raw, f"message:{mid}", created), []
+            if pid is not None:
+                pid, raw = text(pid), _bytes(pdata)
+                parts.append(Unit(pid, _parse(raw), raw, f"part:{pid}"))
+        if msg is not None:
+            yield msg, parts
+
+    def orphans(self) -> Iterator[Unit]:
+        """Parts of the session whose message is not there (OpenCode never shows them)."""
+        cur = self.con.execute(
+            "select p.id, p.data from part p where p.session_id = ? and not exists "
+            "(select 1 from message m where m.id = p.message_id and m.session_id = ?) "
+            "order by p.id",
+            (self.session, self.session),
+        )
+        for pid, data in cur:
+            pid = text(pid)
+            raw = _bytes(data)
+            yield Unit(pid, _parse(raw), raw, f"part:{pid}")
+
+    def children(self) -> list[str]:
+        return [
+            text(r[0])
+            for r in self.con.execute(
+                "select id from session where parent_id = ? order by time_created, id",
+                (self.session,),
+            )
+        ]
+
+
+def _read_json_file(path: Path, limit: int) -> bytes:
+    from trajconv.codecs.jsonl import read_bounded
+
+    return read_bounded(path, limit)
+
+
+class JsonStore:
+    """One session of the legacy ``storage/`` folder."""
+
+    def __init__(self, storage: Path, session_file: Path, limit: int) -> None:
+        self.storage = storage
+        self.limit = limit
+        self.session_file = session_file
+        raw = _read_json_file(session_file, limit)
+        info = _parse(raw)
+        if info is None:
+            raise FormatError(session_file, "session file is not a JSON object")
+        self.raw_info = raw
+        self._info = info
+        self.session = str(info.get("id") or session_file.stem)
+
+    def info(self) -> JsonObj:
+        return self._info
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.storage).as_posix()
+
+    def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
+        folder = self.storage / "message" / self.session
+        units = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            raw = _read_json_file(path, self.limit)
+            data = _parse(raw)
+            created = None
+            if data is not None:
+                t = data.get("time")
+                c = t.get("created") if isinstance(t, dict) else None
+                created = c if isinstance(c, int) and not isinstance(c, bool) else None
+            units.append(Unit(path.stem, data, raw, self.rel(path), created))
+        # as the database orders them: time created, then id (None first, as SQLite does)
+        units.sort(key=lambda u: (u.time_created is not None, u.time_created or 0, u.id))
+        for unit in units:
+            yield unit, list(self.parts(unit.id))
+
+    def parts(self, message_id: str) -> Iterator[Unit]:
+        folder = self.storage / "part" / message_id
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            raw = _read_json_file(path, self.limit)
+            yield Unit(path.stem, _parse(raw), raw, self.rel(path))
+
+    def children(self) -> list[str]:
+        project = self.session_file.parent
+        found = []
+        for path in sorted(project.glob("*.json")):
+            data = _parse(_read_json_file(path, self.limit))
+            if data is not None and data.get("parentID") == self.session:
+                found.append(str(data.get("id") or path.stem))
+        return found
+
+
+class ExportStore:
+    """An ``opencode export`` document (parsed whole; documents are one session)."""
+
+    def __init__(self, path: Path, doc: JsonObj) -> None:
+        self.path = path
+        info = doc.get("info")
+        messages = doc.get("messages")
+        if not isinstance(info, dict) or not isinstance(messages, list):
+            raise FormatError(path, "not an opencode export document (no info / messages)")
+        self._info: JsonObj = info
+        self._messages = messages
+        self.session = str(info.get("id") or "")
+
+    def info(self) -> JsonObj:
+        return self._info
+
+    def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
+        for i, entry in enumerate(self._messages):
+            place = f"messages[{i}]"
+            minfo = entry.get("info") if isinstance(entry, dict) else None
+            if not isinstance(minfo, dict):
+                yield Unit(f"#{i}", None, orjson.dumps(entry), place), []
+                continue
+            mid = str(minfo.get("id") or f"#{i}")
+            parts = entry.get("parts")
+            units = []
+            for j, part in enumerate(parts if isinstance(parts, list) else []):
+                data = part if isinstance(part, dict) else None
+                pid = str(data.get("id")) if data is not None and data.get("id") else f"#{i}.{j}"
+                raw = b"" if data else orjson.dumps(part)
+                units.append(Unit(pid, data, raw, f"messages[{i}].parts[{j}]"))
+            yield Unit(mid, minfo, b"", place), units
+
+    def children(self) -> list[str]:
+        return []
+
+
+Store = DbStore | JsonStore | ExportStore

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Install a trajconv OpenCode export with the real CLI's own ``opencode import``.
+
+usage: python prepare.py [--home DIR] [--cwd DIR] [--opencode PATH] [--dry-run]
+
+Reads ``trajconv-export.json`` and ``opencode-export.json`` beside this file, checks their
+sha256, validates the document, refuses a session id that is already in the database
+(exit 3), then runs ``opencode import opencode-export.json`` in the session's directory
+(OpenCode files an imported session under the project of the directory it runs in) and
+checks with ``opencode export`` that every message and part arrived as written. OpenCode's
+import writes row by row; if it fails or the check does not match, the session is removed
+again with ``opencode session delete`` (messages and parts go with it), so the database is
+never left with half a session. ``--home DIR`` installs into another home (HOME and the
+XDG folders inside it). ``--dry-run`` prints the plan and writes nothing. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+DOCUMENT = "opencode-export.json"
+TIMEOUT = 600
+
+
+def fail(code: int, message: str) -> NoReturn:
+    print(f"prepare: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def check_files() -> dict[str, Any]:
+    manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
+    for entry in manifest["files"]:
+        if entry["path"] == "prepare.py":
+            continue
+        path = HERE / entry["path"]
+        if not path.is_file():
+            fail(1, f"missing file {entry['path']}")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["size"]:
+            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+    doc = json.loads((HERE / DOCUMENT).read_text("utf-8"))
+    problems = validate(doc)
+    if problems:
+        fail(1, f"{DOCUMENT}: " + "; ".join(problems[:5]))
+    return dict(doc)
+
+
+def validate(doc: Any) -> list[str]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict):
+        return ["not an opencode export document (no info)"]
+    info = doc["info"]
+    problems = []
+    if not isinstance(info.get("id"), str) or not info["id"].startswith("ses_"):
+        problems.append("info.id must be a ses_ id")
+    if not isinstance(info.get("directory"), str) or not info["directory"]:
+        problems.append("info.directory must be a non-empty string")
+    messages = doc.get("messages")
+    if not isinstance(messages, list):
+        return [*problems, "messages must be a list"]
+    for i, msg in enumerate(messages):
+        minfo = msg.get("info") if isinstance(msg, dict) else None
+        if not isinstance(minfo, dict) or not str(minfo.get("id", "")).startswith("msg_"):
+            problems.append(f"messages[{i}].info.id must be a msg_ id")
+            continue
+        for j, part in enumerate(msg.get("parts") or []):
+            if not isinstance(part, dict) or not str(part.get("id", "")).startswith("prt_"):
+                problems.append(f"messages[{i}].parts[{j}].id must be a prt_ id")
+    return problems
+
+
+def environment(home: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if home is not None:
+        env |= {
+            "HOME": str(home),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+        }
+    return env
+
+
+def database(env: dict[str, str]) -> Path:
+    """Where OpenCode 1.18.x keeps its database for this environment (§1 of the format notes):
+    ``$OPENCODE_DB`` (absolute, or relative to the data folder), else ``opencode.db`` in
+    ``$XDG_DATA_HOME/opencode``."""
+    data = Path(env.get("XDG_DATA_HOME") or Path(env["HOME"]) / ".local" / "share") / "opencode"
+    override = env.get("OPENCODE_DB")
+    if override:
+        return Path(override) if os.path.isabs(override) else data / override
+    return data / "opencode.db"
+
+
+def session_exists(db: Path, sid: str) -> bool:
+    if not db.is_file():
+        return False
+    uri = f"file:{quote(str(db))}?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        try:
+            row = con.execute("select 1 from session where id = ?", (sid,)).fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        # import would merge into an existing session silently: never guess
+        fail(1, f"cannot check {db} for session {sid}: {exc}")
+    return row is not None
+
+
+def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        [exe, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"opencode {args[0]} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}"
+        )
+    return proc.stdout
+
+
+def comparable(doc: dict[str, Any]) -> list[Any]:
+    """The messages and parts as OpenCode keeps them (import copies both as they are)."""
+    return [[m["info"], m.get("parts") or []] for m in doc.get("messages") or []]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", type=Path, default=None, help="home to install into")
+    parser.add_argument("--cwd", type=Path, default=None, help="directory to file it under")
+    parser.add_argument("--opencode", default=None, help="the opencode CLI (default: PATH)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    args = parser.parse_args(argv)
+    doc = check_files()
+    sid = doc["info"]["id"]
+    cwd = (args.cwd or Path(doc["info"]["directory"])).expanduser()
+    home = args.home.expanduser().resolve() if args.home else None
+    env = environment(home)
+    db = database(env)
+    if session_exists(db, sid):
+        fail(3, f"refusing to replace existing session {sid} in {db}")
+    exe = args.opencode or shutil.which("opencode", path=env.get("PATH"))
+    if not exe:
+        fail(1, "the opencode CLI is not on PATH; install opencode-ai or pass --opencode PATH")
+    if not cwd.is_dir():
+        fail(1, f"{cwd} does not exist here; pass --cwd DIR (the session's project folder)")
+    messages = len(doc.get("messages") or [])
+    print(
+        f"{'would import' if args.dry_run else 'import'} session {sid} "
+        f"({messages} messages) into {db} from {cwd}"
+    )
+    if args.dry_run:
+        print("dry run: nothing written")
+        return 0
+    try:
+        out = opencode(exe, ["import", str(HERE / DOCUMENT)], cwd, env)
+        if f"Imported session: {sid}" not in out:
+            raise RuntimeError(f"opencode import said: {out.strip()[-300:]}")
+        back = json.loads(opencode(exe, ["export", sid], cwd, env))
+        if comparable(back) != comparable(doc):
+            raise RuntimeError("opencode export does not give back the messages written")
+    except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        if session_exists(db, sid):
+            try:
+                opencode(exe, ["session", "delete", sid], cwd, env)
+            except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
+                fail(1, f"{exc}; removing the partial session failed too: {undo}")
+        fail(1, f"{exc}; nothing was kept")
+    resume = ["opencode", "--session", sid]
+    print(f"installed; resume in {cwd} with: " + " ".join(shlex.quote(a) for a in resume))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""OpenCode writer: Snapshot -> an ``opencode export`` document + ``prepare.py``.
+
+The native store is one shared SQLite database, so the export is a readout
+(``opencode-export.json``, the document ``opencode export`` prints and ``opencode import``
+reads, ``shared/formats/opencode.md`` §8) and its ``prepare.py`` (``prepare_import.py``
+here) installs it with the real CLI's own ``opencode import`` and checks the result with
+``opencode export``.
+
+Lowering (§9 "Writer"): one user message per user record (a ``text`` part); the records
+that answer it become assistant messages, one per model step (a new step starts when text,
+reasoning or a call follows a tool result), each with the parts ``step-start``,
+``reasoning`` / ``text`` / ``tool`` in record order, ``step-finish``. A tool part holds its
+call and its result: ``completed`` (output; an exit code in ``metadata.exit``, which
+OpenCode's bash tool uses and the reader reads back) or ``error`` (the output as
+``state.error``). Ids follow OpenCode's scheme (``ses_`` descending, ``msg_`` / ``prt_``
+ascending: 12 hex digits of ``ms * 4096 + n`` then 14 base-62 characters, here derived from
+the Snapshot id, never random). OpenCode cannot hold system text or observations in a
+message, a tool result without its call, or per-step token counts the source lacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.opencode.layout import DOCUMENT
+from trajconv.codecs.opencode.reader import HARNESS
+from trajconv.errors import RefusedError
+from trajconv.snapshot.diagnostics import Diagnostics
+from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.spool import CHUNK, Spool
+
+#: the OpenCode version whose document shape this writer follows
+FORMAT_VERSION = "1.18.33"
+MASK = (1 << 48) - 1
+BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+AGENT = "build"
+ZERO_TOKENS = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+
+JsonObj = dict[str, Any]
+
+
+def prepare_script() -> str:
+    return (
+        resources.files("trajconv.codecs.opencode").joinpath("prepare_import.py").read_text("utf-8")
+    )
+
+
+def ms(time: str | None) -> int | None:
+    if time is None:
+        return None
+    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+class Ids:
+    """OpenCode-shaped ids, derived from the Snapshot id (``[OC-id]`` in the spec)."""
+
+    def __init__(self, snapshot_id: str, base_ms: int) -> None:
+        self.seed = snapshot_id
+        self.next = (base_ms * 4096) & MASK
+        self.n = 0
+
+    def _tail(self, what: str) -> str:
+        digest = hashlib.sha256(f"{self.seed}:{what}".encode()).digest()
+        return "".join(BASE62[b % 62] for b in digest[:14])
+
+    def session(self, created_ms: int) -> str:
+        value = ~((created_ms * 4096) & MASK) & MASK
+        return f"ses_{value:012x}{self._tail('session')}"
+
+    def ascending(self, prefix: str) -> str:
+        value = self.next
+        self.next = (self.next + 1) & MASK
+        self.n += 1
+        return f"{prefix}_{value:012x}{self._tail(f'{prefix}:{self.n}')}"
+
+
+def split_model(model: str | None, source: str) -> tuple[str, str] | None:
+    """``provider/model`` as OpenCode names it; a bare model name gets the source harness."""
+    if not model:
+        return None
+    if "/" in model:
+        provider, name = model.split("/", 1)
+        if provider and name:
+            return provider, name
+    return source, model
+
+
+class _Lowerer:
+    """Builds messages turn by turn; each finished turn's messages go to ``out``."""
+
+    def __init__(
+        self, snapshot: Snapshot, diags: Diagnostics, ids: Ids, sid: str, cwd: str, out: TextIO
+    ) -> None:
+        self.d = diags
+        self.ids = ids
+        self.sid = sid
+        self.cwd = cwd
+        self.out = out
+        self.source = snapshot.source.harness
+        self.count = 0
+        self.time = 0
+        self.default_model = split_model(snapshot.session.model, self.source)
+        self.model = self.default_model
+        self.turn: list[JsonObj] = []  # messages of the open turn
+        self.user_id: str = ""
+        self.step: JsonObj | None = None  # the open assistant message
+        self.after_result = False
+        self.calls: dict[str, JsonObj] = {}  # call id -> its tool part, in the open turn
+        self.synthesized = 0
+        self.models_assumed = 0
+
+    # -- times and messages
+    def _time(self, time: str | None) -> int:
+        value = ms(time)
+        if value is None:
+            self.synthesized += 1
+            return self.time
+        if value < self.time:
+            self.synthesized += 1  # kept in order: OpenCode orders messages by time
+            return self.time
+        self.time = value
+        return value
+
+    def _model(self, rec_model: str | None) -> tuple[str, str]:
+        found = split_model(rec_model, self.source) or self.model or self.default_model
+        if found is None:
+            self.models_assumed += 1
+            found = ("trajconv", "unknown")
+        self.model = found
+        return found
+
+    def _part(self, msg: JsonObj, body: JsonObj) -> JsonObj:
+        part = {
+            "id": self.ids.ascending("prt"),
+            "sessionID": self.sid,
+            "messageID": msg["info"]["id"],
+            **body,
+        }
+        msg["parts"].append(part)
+        return part
+
+    def flush(self) -> None:
+        self.close_step()
+        for msg in self.turn:
+            self.out.write(("," if self.count else "") + "\n" + json.dumps(msg, ensure_ascii=False))
+            self.count += 1
+        self.turn = []
+        self.calls = {}
+
+    def close_step(self) -> None:
+        step = self.step
+        if step is None:
+            return
+        self.step = None
+        info = step["info"]
+        has_tools = any(p["type"] == "tool" for p in step["parts"])
+        info["finish"] = "tool-calls" if has_tools else "stop"
+        info["time"]["completed"] = max(info["time"]["created"], self.time)
+        self._part(
+            step,
+            {"type": "step-finish", "reason": info["finish"], "cost": 0, "tokens": ZERO_TOKENS},
+        )
+
+    def user(self, text: str, time: str | None) -> None:
+        self.flush()
+        created = self._time(time)
+        provider, model = self._model(None)
+        self.user_id = self.ids.ascending("msg")
+        msg: JsonObj = {
+            "info": {
+                "id": self.user_id,
+                "sessionID": self.sid,
+                "role": "user",
+                "time": {"created": created},
+                "agent": AGENT,
+                "model": {"providerID": provider, "modelID": model},
+            },
+            "parts": [],
+        }
+        self.turn.append(msg)
+        self._part(msg, {"type": "text", "text": text})
+        self.after_result = False
+
+    def assistant_step(self, time: str | None, model: str | None) -> JsonObj:
+        if self.step is not None and not self.after_result:
+            return self.step
+        self.close_step()
+        created = self._time(time)
+        provider, name = self._model(model)
+        msg: JsonObj = {
+            "info": {
+                "id": self.ids.ascending("msg"),
+                "sessionID": self.sid,
+                "role": "assistant",
+                "time": {"created": created},
+                "parentID": self.user_id,
+                "modelID": name,
+                "providerID": provider,
+                "mode": AGENT,
+                "agent": AGENT,
+                "path": {"cwd": self.cwd, "root": self.cwd},
+                "cost": 0,
+                "tokens": ZERO_TOKENS,
+            },
+            "parts": [],
+        }
+        self.turn.append(msg)
+        self._part(msg, {"type": "step-start"})
+        self.step = msg
+        self.after_result = False
+        return msg
+
+    def text(self, kind: str, text: str, time: str | None, model: str | None) -> None:
+        msg = self.assistant_step(time, model)
+        body: JsonObj = {"type": "text" if kind == "assistant" else "reasoning", "text": text}
+        t = ms(time)
+        if t is not None:
+            body["time"] = {"start": t, "end": t}
+        elif kind == "reasoning":
+            body["time"] = {"start": msg["info"]["time"]["created"]}
+        self._part(msg, body)
+
+    def call(self, call_id: str, name: str, arguments: Any, time: str | None) -> None:
+        msg = self.assistant_step(time, None)
+        args = arguments
+        if isinstance(args, str):
+            with contextlib.suppress(ValueError):
+                args = json.loads(args)
+        if not isinstance(args, dict):
+            self.d.add("defaults-assumed", "tool input (not a JSON object; kept as {input})")
+            args = {"input": args}
+        start = ms(time) or msg["info"]["time"]["created"]
+        part = self._part(
+            msg,
+            {
+                "type": "tool",
+                "callID": call_id,
+                "tool": name,
+                "state": {"status": "running", "input": args, "time": {"start": start}},
+            },
+        )
+        self.calls[call_id] = part
+
+    def result(
+        self, rid: str, call_id: str, ok: bool | None, output: str, truncated: bool,
+        exit_code: int | None, time: str | None,
+    ) -> None:  # fmt: skip
+        part = self.calls.pop(call_id, None)
+        if part is None:
+            # its call is in an earlier turn (check_continuable let it through): cannot hold it
+            self.d.add("untranslated-orphan-result", rid)
+            return
+        state = part["state"]
+        end = ms(time) or state["time"]["start"]
+        times = {"start": state["time"]["start"], "end": max(end, state["time"]["start"])}
+        meta: JsonObj = {}
+        if exit_code is not None and (exit_code == 0) != (ok is False):
+            meta["exit"] = exit_code
+        elif exit_code is not None:
+            # OpenCode reads a non-zero exit as a failure: a success that exited non-zero
+            # (or a failure that exited 0) keeps its status and loses the code
+            self.d.add("untranslated-exit-code", rid)
+            exit_code = None
+        if truncated:
+            meta["truncated"] = True
+        if ok is None:
+            self.d.add("tool-status-assumed", rid)
+        if ok is False and exit_code in (None, 0):
+            part["state"] = {"status": "error", "input": state["input"], "error": output,
+                             "time": times}  # fmt: skip
+            if meta:
+                part["state"]["metadata"] = meta
+        else:
+            part["state"] = {"status": "completed", "input": state["input"], "output": output,
+                             "title": part["tool"], "metadata": meta, "time": times}  # fmt: skip
+        self.after_result = True
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            yield chunk
+
+
+class _Document:
+    """``opencode-export.json`` in pieces: the info, then the spooled messages."""
+
+    def __init__(self, info: JsonObj, spool: Spool, messages: Path) -> None:
+        self.info = info
+        self.spool = spool  # keeps the spooled messages until the export is written
+        self.messages = messages
+
+    def __call__(self) -> Iterator[bytes]:
+        yield (
+            b'{"info": ' + json.dumps(self.info, ensure_ascii=False).encode() + b',\n"messages": ['
+        )
+        yield from _chunks(self.messages)
+        yield b"\n]}\n"
+
+
+def session_id(snapshot: Snapshot, ids: Ids, created: int, diags: Diagnostics) -> str:
+    sid = snapshot.session.id
+    if snapshot.source.harness == HARNESS and sid.startswith("ses_") and sid.isascii():
+        return sid
+    diags.add("ids-derived", "session id")
+    return ids.session(created)
+
+
+def plan(
+    snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
+) -> ExportPlan:
+    diags = Diagnostics()
+    drop = check_continuable(snapshot, "opencode", allow_lossy=allow_lossy)
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError("refusing to write opencode: the session has no cwd; pass --cwd DIR")
+    session = snapshot.session
+    created = ms(session.created_at)
+    first = None
+    if created is None:
+        first = next((ms(r.time) for r in snapshot.records if r.time), None)
+    base = created if created is not None else first if first is not None else 0
+    ids = Ids(snapshot.id, base)
+    sid = session_id(snapshot, ids, base, diags)
+    diags.add("ids-derived", "message and part ids")
+
+    spool = Spool()
+    messages = spool.new_file("messages.json")
+    with messages.open("w", encoding="utf-8") as out:
+        low = _Lowerer(snapshot, diags, ids, sid, workdir, out)
+        low.time = base
+        for rec in snapshot.records:
+            if rec.id in drop:
+                diags.add(dropped_code(rec.kind), rec.id)
+                continue
+            if rec.kind == "user":
+                low.user(rec.text, rec.time)
+            elif rec.kind in ("assistant", "reasoning"):
+                low.text(rec.kind, rec.text, rec.time, rec.model)
+            elif rec.kind == "tool-call":
+                low.call(rec.call.id, rec.call.name, rec.call.arguments, rec.time)
+            elif rec.kind == "tool-result":
+                r = rec.result
+                low.result(rec.id, r.call_id, r.ok, r.output, r.truncated, r.exit_code, rec.time)
+            else:
+                diags.add(f"untranslated-{rec.kind}", rec.id)
+        low.flush()
+    if low.synthesized:
+        diags.add("timestamps-synthesized", "message times", count=low.synthesized)
+    if low.models_assumed or low.default_model is None:
+        diags.add("defaults-assumed", "message model (provider/model)")
+    if session.title is None:
+        diags.add("title-missing", "info.title")
+    updated = max(ms(session.updated_at) or 0, low.time, base)
+    info: JsonObj = {
+        "id": sid,
+        "slug": f"trajconv-{snapshot.id[7:15]}",
+        "projectID": "global",
+        "directory": workdir,
+        "title": session.title or "",
+        "version": FORMAT_VERSION,
+        "time": {"created": base, "updated": updated},
+    }
+    if session.parent_session_id and session.parent_session_id.startswith("ses_"):
+        info["parentID"] = session.parent_session_id
+    elif session.parent_session_id:
+        diags.add("untranslated-artifact", "parent session id (not an OpenCode id)")
+    model = low.model
+    if model is not None:
+        info["model"] = {"id": model[1], "providerID": model[0]}
+    diags.add("defaults-assumed", "agent/mode 'build', cost and tokens 0, slug")
+    return ExportPlan(
+        target="opencode",
+        session_id=sid,
+        snapshot_id=snapshot.id,
+        files=[ExportFile(DOCUMENT, _Document(info, spool, messages), 0o644)],
+        session_paths=[],
+        resume_argv=["opencode", "--session", sid],
+        diagnostics=diags.to_models(),
+        prepare_script=prepare_script(),
+        notes=[
+            f"{DOCUMENT} is the document `opencode export` prints; prepare.py installs it with "
+            "the real CLI's own `opencode import` (OpenCode must be on PATH, or pass "
+            "--opencode PATH) and checks it with `opencode export`",
+            f"run prepare.py and the resume command in {workdir}: OpenCode files a session "
+            "under the project of the directory it is imported in",
+            "to try it in a scratch home first: python prepare.py --home DIR --cwd PROJECT, "
+            "then run OpenCode there with HOME and XDG_DATA_HOME under DIR",
+            "the messages name the model "
+            + (f"{model[0]}/{model[1]}" if model else "of the source")
+            + "; pass -m provider/model when that model is not configured",
+        ],
+    )

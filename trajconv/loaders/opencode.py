@@ -1,0 +1,370 @@
+"""OpenCode's real CLI (npm ``opencode-ai``) as a native loader: import, export, continue.
+
+Facts used (``shared/formats/opencode.md`` §1, §8, §11, checked with 1.18.33 here):
+
+* the npm package's postinstall puts the platform binary (``opencode-linux-x64`` …) in
+  place of ``bin/opencode.exe``; ``node_modules/.bin/opencode`` runs it;
+* everything lives under the XDG folders: the database ``$XDG_DATA_HOME/opencode/opencode.db``,
+  config ``$XDG_CONFIG_HOME/opencode/``, locks ``$XDG_STATE_HOME/opencode/``, so every run here
+  gets HOME and all four XDG folders inside one scratch home;
+* ``opencode session list --format json``, ``opencode import FILE`` and ``opencode export ID``
+  run offline; ``import`` and ``session list`` are scoped to the current directory's project,
+  so they run in the session's cwd;
+* ``opencode run --session ID --format json PROMPT`` continues a session; the model is an
+  ``@ai-sdk/openai-compatible`` provider (bundled in the binary) whose ``baseURL`` is the
+  loopback :class:`~fixtures.record.modelserver.ModelServer`, given through
+  ``OPENCODE_CONFIG_CONTENT`` so nothing is written into the home; ``--title`` on a new
+  session avoids the title-generator side request.
+
+This module never prints and never exits; failures are :class:`OpenCodeLoaderError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trajconv.loaders.npm import npm_install
+
+PACKAGE = "opencode-ai"
+VERSION = "1.18.33"
+NPM_DIR = "npm-opencode"
+
+#: provider and model names the loopback config declares
+PROVIDER = "trajconv"
+MODEL = "scripted"
+
+#: a loopback address where nothing listens (port 9 = discard), for runs that make no request
+OFFLINE_BASE_URL = "http://127.0.0.1:9/v1"
+
+RUN_TIMEOUT = 600.0
+
+JsonObj = dict[str, Any]
+
+INSTALL_HINT = (
+    "OpenCode not installed: run `python -m trajconv.loaders install opencode` "
+    f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
+)
+
+
+class OpenCodeLoaderError(RuntimeError):
+    """The OpenCode CLI could not be installed, started, or did not do what was asked."""
+
+
+# --------------------------------------------------------------------------- install / find
+
+
+def binary_path(tools_dir: Path) -> Path:
+    return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "opencode"
+
+
+def installed_version(tools_dir: Path) -> str | None:
+    pkg = tools_dir.absolute() / NPM_DIR / "node_modules" / PACKAGE / "package.json"
+    try:
+        value = json.loads(pkg.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def find(tools_dir: Path) -> Path | None:
+    """The pinned ``opencode`` under ``tools_dir`` when its package is VERSION, else None."""
+    exe = binary_path(tools_dir)
+    if exe.exists() and installed_version(tools_dir) == VERSION:
+        return exe
+    return None
+
+
+def install(tools_dir: Path, timeout: float = 900.0) -> Path:
+    """Install PACKAGE@VERSION into ``<tools_dir>/npm-opencode`` (idempotent); return the CLI."""
+    found = find(tools_dir)
+    if found is not None:
+        return found
+    npm_install(
+        tools_dir.absolute() / NPM_DIR,
+        [f"{PACKAGE}@{VERSION}"],
+        error=OpenCodeLoaderError,
+        timeout=timeout,
+    )
+    found = find(tools_dir)
+    if found is None:
+        raise OpenCodeLoaderError(f"{binary_path(tools_dir)} missing after npm install")
+    return found
+
+
+# --------------------------------------------------------------------------- environment
+
+#: variables passed through from the caller: search path, locale, TLS trust; nothing else
+_PASS_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+#: switches that keep a run offline and quiet (names read from the 1.18.33 binary)
+_QUIET = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    "OPENCODE_DISABLE_AUTOCOMPACT": "1",
+    "OPENCODE_DISABLE_PRUNE": "1",
+    "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
+}
+
+
+def data_dir(home: Path) -> Path:
+    """``$XDG_DATA_HOME/opencode`` of a scratch home (where ``opencode.db`` lives)."""
+    return home / ".local" / "share" / "opencode"
+
+
+def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
+    """An OpenCode config whose only model is the loopback server (§11 of the spec)."""
+    return {
+        "autoupdate": False,
+        "share": "disabled",
+        "model": f"{PROVIDER}/{MODEL}",
+        "small_model": f"{PROVIDER}/{MODEL}",
+        "provider": {
+            PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "trajconv loopback",
+                "options": {"baseURL": base_url, "apiKey": "dummy-not-a-key"},
+                "models": {MODEL: {"name": "Scripted model"}},
+            }
+        },
+    }
+
+
+def scratch_env(home: Path, base_url: str = OFFLINE_BASE_URL) -> dict[str, str]:
+    """A minimal environment whose HOME and XDG folders are inside ``home``."""
+    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env |= {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "NO_COLOR": "1",
+        "OPENCODE_CONFIG_CONTENT": json.dumps(config(base_url)),
+        **_QUIET,
+    }
+    return env
+
+
+def run(
+    exe: Path,
+    home: Path,
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    base_url: str = OFFLINE_BASE_URL,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float = RUN_TIMEOUT,
+) -> subprocess.CompletedProcess[str]:
+    """``opencode ARGS`` in ``cwd`` with the scratch ``home``; raises when it exits non-zero."""
+    env = scratch_env(home, base_url)
+    if extra_env:
+        env.update(extra_env)
+    try:
+        proc = subprocess.run(
+            [str(exe), *args],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OpenCodeLoaderError(f"cannot run opencode {args[0]}: {exc}") from exc
+    if proc.returncode != 0:
+        raise OpenCodeLoaderError(
+            f"opencode {' '.join(args[:2])} exited {proc.returncode}: "
+            f"{(proc.stderr or proc.stdout).strip()[-2000:]}"
+        )
+    return proc
+
+
+def version(exe: Path) -> str:
+    with tempfile.TemporaryDirectory(prefix="trajconv-opencode-") as tmp:
+        return run(exe, Path(tmp), ["--version"], Path(tmp)).stdout.strip()
+
+
+# --------------------------------------------------------------------------- list/import/export
+
+
+def session_list(exe: Path, home: Path, cwd: Path) -> list[JsonObj]:
+    """``opencode session list --format json`` (root sessions of ``cwd``'s project)."""
+    out = run(exe, home, ["session", "list", "--format", "json"], cwd).stdout.strip()
+    if not out:
+        return []  # 1.18.33 prints nothing when there is no session
+    value = json.loads(out)
+    if not isinstance(value, list):
+        raise OpenCodeLoaderError(f"session list printed {type(value).__name__}, not a list")
+    return [v for v in value if isinstance(v, dict)]
+
+
+def import_file(exe: Path, home: Path, document: Path, cwd: Path) -> str:
+    """``opencode import DOCUMENT`` in ``cwd``; the imported session id it printed."""
+    out = run(exe, home, ["import", str(document.absolute())], cwd).stdout
+    for line in out.splitlines():
+        if line.startswith("Imported session: "):
+            return line.split(": ", 1)[1].strip()
+    raise OpenCodeLoaderError(f"opencode import printed no session id: {out[-500:]}")
+
+
+def export_session(exe: Path, home: Path, session_id: str, cwd: Path) -> JsonObj:
+    """``opencode export ID``: the ``{"info", "messages"}`` document."""
+    out = run(exe, home, ["export", session_id], cwd).stdout
+    value = json.loads(out)
+    if not isinstance(value, dict):
+        raise OpenCodeLoaderError("opencode export printed no JSON object")
+    return value
+
+
+# --------------------------------------------------------------------------- continuation
+
+
+@dataclass(frozen=True)
+class RunResult:
+    events: list[JsonObj]
+    """``opencode run --format json`` events, one per line."""
+    requests: list[JsonObj]
+    """JSON bodies of the main-conversation model requests, in order."""
+
+
+def _main_requests(log: Path) -> list[JsonObj]:
+    """Request bodies of the agent loop: side requests (titles) carry no ``tools``."""
+    bodies: list[JsonObj] = []
+    if not log.is_file():
+        return bodies
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        body = entry.get("body")
+        if isinstance(body, dict) and body.get("tools") and entry.get("method") == "POST":
+            bodies.append(body)
+    return bodies
+
+
+def run_turn(
+    exe: Path,
+    home: Path,
+    prompt: str,
+    cwd: Path,
+    workdir: Path,
+    steps: list[JsonObj],
+    *,
+    session_id: str | None = None,
+    title: str | None = None,
+    timeout: float = RUN_TIMEOUT,
+) -> RunResult:
+    """One ``opencode run`` turn against a scripted loopback model server."""
+    from fixtures.record.modelserver import ModelServer
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "requests.jsonl"
+    args = ["run", "--format", "json", "-m", f"{PROVIDER}/{MODEL}"]
+    if session_id is not None:
+        args += ["--session", session_id]
+    if title is not None:
+        args += ["--title", title]
+    with ModelServer(steps, log, model=MODEL) as srv:
+        proc = run(exe, home, [*args, prompt], cwd, base_url=srv.base_url, timeout=timeout)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    errors = [e for e in events if e.get("type") == "error"]
+    if errors:
+        raise OpenCodeLoaderError(f"opencode run reported an error: {errors[0]}")
+    return RunResult(events=events, requests=_main_requests(log))
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[JsonObj]:
+    """Resume the installed session (already under ``home``) in the real CLI for one turn
+    with ``prompt``, against a ModelServer on 127.0.0.1 started here (its request log in
+    ``workdir``); return the JSON bodies of the main-conversation model requests, in order."""
+    result = run_turn(
+        exe,
+        home,
+        prompt,
+        Path(cwd),
+        workdir,
+        [{"text": "Continued."}],
+        session_id=session_id,
+    )
+    return result.requests
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text")
+        )
+    return ""
+
+
+def _arguments(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"_raw": raw}
+
+
+def request_items(body: JsonObj) -> list[JsonObj]:
+    """What the model saw in one Chat Completions request body, as conversation items.
+
+    OpenCode sends an assistant message as ``reasoning_content`` (reasoning), ``content``
+    (text) and ``tool_calls``; a tool result as a ``tool`` message whose content is the
+    output or, for an ``error`` state, the error text. Chat Completions has no error flag,
+    so ``error`` is ``None``.
+    """
+    items: list[JsonObj] = []
+    for msg in body.get("messages") or []:
+        if not isinstance(msg, dict):
+            continue
+        role = msg.get("role")
+        if role in ("system", "developer"):
+            items.append({"kind": "system", "text": _content_text(msg.get("content"))})
+        elif role == "user":
+            items.append({"kind": "user", "text": _content_text(msg.get("content"))})
+        elif role == "assistant":
+            reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                items.append({"kind": "reasoning", "text": reasoning})
+            text = _content_text(msg.get("content"))
+            if text:
+                items.append({"kind": "assistant", "text": text})
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                items.append(
+                    {
+                        "kind": "tool-call",
+                        "name": fn.get("name"),
+                        "arguments": _arguments(fn.get("arguments")),
+                        "id": call.get("id"),
+                    }
+                )
+        elif role == "tool":
+            items.append(
+                {
+                    "kind": "tool-result",
+                    "call_id": msg.get("tool_call_id"),
+                    "text": _content_text(msg.get("content")),
+                    "error": None,
+                }
+            )
+    return items
