@@ -63,5 +63,11 @@ def text_of(content: Any) -> str | None:
     return None
 
 
+def is_chain(obj: dict[str, Any]) -> bool:
+    """A chain line by its ``type`` (any JSON value may stand there in a damaged file)."""
+    kind = obj.get("type")
+    return isinstance(kind, str) and kind in CHAIN_TYPES
+
+
 def str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None

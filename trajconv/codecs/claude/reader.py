@@ -69,7 +69,7 @@ class _Scan:
             self.version = obj["version"]
         if isinstance(obj.get("sessionId"), str) and self.session_id is None:
             self.session_id = obj["sessionId"]
-        if kind in native.CHAIN_TYPES:
+        if native.is_chain(obj):
             uid = obj.get("uuid")
             if not isinstance(uid, str) or uid in self.line_of:
                 return
@@ -420,7 +420,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     max_records = limits.max_records
     for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
         uid = obj.get("uuid")
-        if obj.get("type") not in native.CHAIN_TYPES or not isinstance(uid, str):
+        if not native.is_chain(obj) or not isinstance(uid, str):
             _side(number, obj, b.diagnostics, name)
             continue
         if uid in seen:
