@@ -1044,6 +1044,9 @@ def gen_gemini(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
         "home": str(out),
         "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
         "units": log.lines,
+    }
+
+
 # -- OpenCode (opencode.md §2, §3, §5, §6) ---------------------------------------------------
 
 

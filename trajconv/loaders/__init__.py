@@ -16,7 +16,17 @@ def tools_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".tools"
 
 
-LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor", "harbor", "claude", "codex", "gemini", "opencode")
+LOADERS: tuple[str, ...] = (
+    "grok",
+    "copilot",
+    "deepagents",
+    "cursor",
+    "harbor",
+    "claude",
+    "codex",
+    "gemini",
+    "opencode",
+)
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
 
 
