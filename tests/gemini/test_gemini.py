@@ -29,6 +29,7 @@ def _by_case(case: str) -> Path:
 
 def test_fixtures_cover_handmade_legacy_and_recorded_cases() -> None:
     assert {"edited", "legacy", "recorded-tool-failures", "recorded-resume"} <= set(IDS)
+    assert "recorded-compress" in IDS
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -165,7 +166,8 @@ def test_round_trip_keeps_every_record_the_format_holds(path: Path, tmp_path: Pa
     kept = snap.model_copy(update={"records": tuple(r for r in snap.records if r.id not in drop)})
     assert merged_projection(again, HOLDS) == merged_projection(kept, HOLDS)
     diags = {d.code: d.count for d in export.diagnostics}
-    assert diags.get("untranslated-system", 0) == sum(r.kind == "system" for r in snap.records)
+    dropped = [r for r in snap.records if r.kind == "system" and "<state_snapshot>" not in r.text]
+    assert diags.get("untranslated-system", 0) == len(dropped)
     assert again.session.cwd == snap.session.cwd and again.session.title == snap.session.title
     assert again.session.id == snap.session.id
 
@@ -298,3 +300,27 @@ def test_prepare_refuses_a_session_the_cli_cleanup_would_delete(tmp_path: Path) 
     settings = {"general": {"sessionRetention": {"enabled": False}}}
     (off / ".gemini/settings.json").write_text(json.dumps(settings))
     assert _prepare(out.out_dir, off).returncode == 0  # nothing to fear: installed unchanged
+
+
+def test_recorded_compression_keeps_the_summary_and_the_kept_turns(tmp_path: Path) -> None:
+    snap = trajconv.read("gemini", _by_case("recorded-compress"))
+    systems = [r.text for r in snap.records if r.kind == "system"]
+    assert systems[1].startswith("<state_snapshot>") and "listing of the folder" in systems[1]
+    # the first turn was compressed away; the summary, the CLI's acknowledgement and the
+    # kept turn follow, under the new ids the rewrite gave them
+    assert [r.text for r in snap.records if r.kind == "user"] == ["Now list the folder."]
+    assert [r.kind for r in snap.records][2:] == [
+        "assistant",
+        "user",
+        "assistant",
+        "tool-call",
+        "tool-result",
+        "assistant",
+    ]
+    diags = {d.code: d.count for d in snap.diagnostics}
+    assert diags["compaction-state"] >= 4  # the three rewrites and the compressed messages
+    out = trajconv.write(snap, "gemini", tmp_path / "out").out_dir
+    again = trajconv.read("gemini", next(out.glob("home/.gemini/tmp/*/chats/session-*.jsonl")))
+    # written back as the user message the CLI replays (the old session context is not)
+    assert [r.text for r in again.records if r.kind == "system"] == [systems[1]]
+    assert [r.text for r in again.records if r.kind == "user"] == ["Now list the folder."]

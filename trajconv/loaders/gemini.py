@@ -93,6 +93,9 @@ SETTINGS: dict[str, Any] = {
     "general": {"sessionRetention": {"enabled": False}},
 }
 
+#: user-role text the CLI writes itself (its context; a compression's summary)
+CLI_CONTEXT = ("<session_context>", "<hook_context>", "<state_snapshot>")
+
 #: the model named on the command line; naming one skips the CLI's routing request
 MODEL = "gemini-2.5-pro"
 
@@ -224,8 +227,8 @@ def _response_text(response: Any) -> tuple[str, bool | None]:
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Gemini request body, as conversation items in order.
 
-    ``systemInstruction`` and the CLI's injected ``<session_context>`` / ``<hook_context>``
-    user text are ``system`` items; ``thought: true`` parts are ``reasoning``.
+    ``systemInstruction`` and the CLI's own user-role text (:data:`CLI_CONTEXT`) are
+    ``system`` items; ``thought: true`` parts are ``reasoning``.
     """
     items: list[dict[str, Any]] = []
     system = body.get("systemInstruction")
@@ -249,7 +252,7 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
                     kind = "reasoning"
                 elif model:
                     kind = "assistant"
-                elif text.startswith(("<session_context>", "<hook_context>")):
+                elif text.startswith(CLI_CONTEXT):
                     kind = "system"
                 else:
                     kind = "user"
@@ -282,12 +285,14 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
 def expected_items(records: Any, prompt: str) -> list[tuple[Any, ...]]:
     """What a resumed model must see of a session's records (``Snapshot.records``), in order,
     then ``prompt``: reasoning and system text aside (the CLI sends no thoughts, and the format
-    has no system message), an empty assistant text aside, a call's non-object arguments as
-    the writer wraps them."""
+    has no system message) but for a compression summary, an empty assistant text aside, a
+    call's non-object arguments as the writer wraps them."""
     out: list[tuple[Any, ...]] = []
     for r in records:
         if r.kind == "user":
             out.append(("user", r.text))
+        elif r.kind == "system" and r.text.startswith("<state_snapshot>"):
+            out.append(("system", r.text))  # a compression summary is replayed
         elif r.kind == "assistant" and r.text:
             out.append(("assistant", r.text))
         elif r.kind == "tool-call":
@@ -306,6 +311,8 @@ def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     for it in items:
         if it["kind"] in ("user", "assistant"):
             out.append((it["kind"], it["text"]))
+        elif it["kind"] == "system" and it["text"].startswith("<state_snapshot>"):
+            out.append(("system", it["text"]))
         elif it["kind"] == "tool-call":
             out.append(("tool-call", it["name"], it["arguments"]))
         elif it["kind"] == "tool-result":

@@ -38,7 +38,9 @@ PREFIX = "gemini"
 #: a defining place: (file index, line, index in ``$set.messages`` or -1)
 Place = tuple[int, int, int]
 _EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
-_CONTEXT = ("<session_context>", "<hook_context>")
+#: user-role text the CLI itself writes: its context, and the summary a compression keeps
+SNAPSHOT = "<state_snapshot>"
+_CONTEXT = ("<session_context>", "<hook_context>", SNAPSHOT)
 _COMMAND = ("/", "?")
 
 

@@ -33,7 +33,7 @@ from trajconv.codecs.base import (
     safe_component,
 )
 from trajconv.codecs.gemini import layout
-from trajconv.codecs.gemini.reader import exit_code
+from trajconv.codecs.gemini.reader import SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
@@ -173,6 +173,9 @@ def plan(
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
             if rec.kind == "user":
+                msgs.user(rec.seq, rec.text, time)
+            elif rec.kind == "system" and rec.text.lstrip().startswith(SNAPSHOT):
+                # a compression summary: the CLI keeps it as a user message the model reads
                 msgs.user(rec.seq, rec.text, time)
             elif rec.kind == "reasoning":
                 msg = msgs.gemini(rec.seq, time, rec.model, after="reasoning")
