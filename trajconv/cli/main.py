@@ -458,8 +458,15 @@ def discover(harness: str | None, home: Path | None, as_json: bool) -> None:
     is_flag=True,
     help="exit 1 when the evidence is stale, a pair lost records, or a pair regressed",
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="with --write: pairs run at once, in worker processes",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def parity(write_: bool, check_: bool, as_json: bool) -> None:
+def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     """Which harness pairs are supported, and how each claim was verified."""
     from trajconv import parity as parity_mod
 
@@ -483,7 +490,7 @@ def parity(write_: bool, check_: bool, as_json: bool) -> None:
         console = Console(stderr=True)
         with console.status("running the conversion matrix") as status:
             data = parity_mod.build(
-                loader_check=check_export, progress=lambda msg: status.update(msg)
+                loader_check=check_export, progress=lambda msg: status.update(msg), jobs=jobs
             )
         parity_mod.write(data)
         lost = sum(1 for p in data["pairs"] if any(v["lost"] for v in p["kinds"].values()))
