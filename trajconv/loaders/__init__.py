@@ -17,3 +17,6 @@ def tools_dir() -> Path:
 
 LOADERS: tuple[str, ...] = ("grok", "copilot", "deepagents", "cursor")
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
+
+BROWSERS: tuple[str, ...] = ("chromium",)
+"""Installed by the same step but not harnesses: the browser the HTML view is tested in."""
