@@ -21,6 +21,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,20 @@ def install(tools: Path) -> Path:
 def launch(playwright: Any, exe: Path) -> Any:
     """A headless Chromium browser from a running ``sync_playwright()``."""
     return playwright.chromium.launch(executable_path=str(exe), headless=True, args=list(ARGS))
+
+
+def wait_for(page: Any, expression: str, timeout: float = 60.0) -> Any:
+    """Poll ``expression`` in ``page`` until it is truthy (its value) or ``timeout`` s pass.
+
+    Playwright's ``wait_for_function`` evaluates a string with ``eval`` in the page,
+    which the view's Content-Security-Policy forbids; ``page.evaluate`` goes through
+    the DevTools protocol, which the policy does not govern.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise ChromiumLoaderError(f"timed out after {timeout:.0f} s waiting for {expression}")
+        time.sleep(0.02)

@@ -70,13 +70,15 @@ class Row:
     b: Record | None
     fields: tuple[str, ...] = ()
     named: tuple[Named, ...] = ()
+    unnamed: tuple[str, ...] = ()
+    """Fields of a changed record that no diagnostic names."""
     same_run: int = 0
     """For a collapsed run of identical records (``status == "same"``): how many."""
     fact: tuple[str, str | None, str | None] | None = None
 
     @property
     def lost(self) -> bool:
-        return self.status != "same" and not self.named
+        return self.status != "same" and (not self.named or bool(self.unnamed))
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,7 @@ def diff(
         while left or right:
             if left and right and ra[left[0]].kind == rb[right[0]].kind:
                 i, j = left.pop(0), right.pop(0)
-                fields = _fields(ra[i], rb[j])
-                rows.append(Row("changed", ra[i], rb[j], fields, named_by.fields(ra[i], fields)))
+                rows.append(_changed(named_by, ra[i], rb[j], _fields(ra[i], rb[j])))
             elif left and (not right or _drop_first(ra, rb, left, right)):
                 i = left.pop(0)
                 rows.append(Row("dropped", ra[i], None, (), named_by.dropped(ra[i])))
@@ -179,6 +180,11 @@ def diff(
         if row.lost:
             counts["not named"] += 1
     return Diff(a, b, tuple(rows), counts)
+
+
+def _changed(named_by: _Namer, a: Record, b: Record, fields: tuple[str, ...]) -> Row:
+    named = named_by.fields(a, fields)
+    return Row("changed", a, b, fields, named, named_by.unnamed(fields, named))
 
 
 def _drop_first(
@@ -229,8 +235,20 @@ class _Namer:
         return self._by_id(record) or self.codes(MERGE_CODES)
 
     def fields(self, record: Record, fields: tuple[str, ...]) -> tuple[Named, ...]:
-        codes = tuple(c for f in fields for c in FIELD_CODES.get(f, ()))
-        return self._by_id(record) or self.codes(codes)
+        """For each field: a diagnostic naming the record with a code for that field, else
+        every diagnostic with such a code; a field none names is left out (a loss)."""
+        by_id = self._by_id(record)
+        out: list[Named] = []
+        for f in fields:
+            codes = FIELD_CODES.get(f, ())
+            mine = [n for n in by_id if n.diagnostic.code in codes] or list(self.codes(codes))
+            out += [n for n in mine if n not in out]
+        return tuple(out)
+
+    def unnamed(self, fields: tuple[str, ...], named: tuple[Named, ...]) -> tuple[str, ...]:
+        return tuple(
+            f for f in fields if not any(n.diagnostic.code in FIELD_CODES.get(f, ()) for n in named)
+        )
 
 
 # -- views -------------------------------------------------------------------------------------
@@ -268,7 +286,10 @@ def _named(row: Row) -> str:
         return ""
     if not row.named:
         return "NOT NAMED by any diagnostic"
-    return "; ".join(n.label() for n in row.named)
+    text = "; ".join(n.label() for n in row.named)
+    if row.unnamed:
+        text += f"; NOT NAMED: {', '.join(row.unnamed)}"
+    return text
 
 
 def _seq(record: Record | None) -> str:
@@ -373,6 +394,7 @@ def to_json(d: Diff) -> dict[str, Any]:
                 "b": row.b.id if row.b is not None else None,
                 "b_seq": row.b.seq if row.b is not None else None,
                 "fields": list(row.fields),
+                "unnamed_fields": list(row.unnamed),
                 "same_run": row.same_run,
                 "fact": list(row.fact) if row.fact else None,
                 "named_by": [

@@ -26,7 +26,7 @@ from trajconv.snapshot.models import Record, Snapshot
 from trajconv.views import model
 from trajconv.views.model import Family
 
-CHUNK = 1000
+CHUNK = 250
 """Records a data block holds; the page parses one block at a time."""
 KIND_LETTERS = {
     "user": "u",

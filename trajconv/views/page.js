@@ -2,8 +2,9 @@
 // Session text only ever reaches the page through textContent, never as HTML.
 (function () {
   "use strict";
+  var started = performance.now(); // the HTML and its data blocks are parsed by now
   var meta = JSON.parse(document.getElementById("meta").textContent);
-  var CHUNK = meta.chunk, WINDOW = 200, SHOW = 2000;
+  var CHUNK = meta.chunk, WINDOW = 50, SHOW = 2000;
   var NAMES = { u: "user", a: "assistant", r: "reasoning", c: "tool call", o: "result", s: "system", b: "observation" };
   var LETTER = { user: "u", assistant: "a", reasoning: "r", "tool-call": "c", "tool-result": "o", system: "s", observation: "b" };
   var cache = Object.create(null);
@@ -204,5 +205,6 @@
   }, { rootMargin: "800px" }).observe(sentinel);
 
   renderMore(WINDOW);
+  document.body.dataset.started = Math.round(started);
   document.body.dataset.ready = "1";
 })();
