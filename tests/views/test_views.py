@@ -166,3 +166,16 @@ def test_show_cli_writes_each_format_and_refuses_to_replace(tmp_path: Path) -> N
     assert js.exit_code == 0 and io.loads(js.output.encode()).id == snap.id
     bad = runner.invoke(cli, ["show"])
     assert bad.exit_code == 2 and "say what to show" in bad.output
+
+
+def test_sub_agent_nested_from_a_store(tmp_path: Path) -> None:
+    from trajconv.archive import archive
+
+    store = tmp_path / "store"
+    summary = archive(store, harness="grok", home=FIXTURES / "grok" / "subagent")
+    assert summary.ok
+    out = CliRunner().invoke(cli, ["show", str(store), "--session", PARENT, "--format", "markdown"])
+    assert out.exit_code == 0, out.output
+    md = out.output
+    assert md.index("`spawn_subagent` · `call_s`") < md.index(f"> **Sub-agent** `{CHILD}`")
+    assert md.count("**Sub-agent**") == 1

@@ -67,8 +67,9 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
         f"<meta name=generator content=trajconv><title>{_e(model.title(snap))}</title>"
         f"<style>{_asset('page.css')}</style></head><body>\n"
     )
-    yield _header(snap)
-    yield _controls(snap)
+    counts = model.kind_counts(snap)
+    yield _header(snap, counts)
+    yield _controls(counts)
     yield "<main id=timeline aria-live=polite></main><div id=sentinel aria-hidden=true></div>\n"
     yield _diagnostics(snap, "diagnostics")
     for i, member in enumerate(members[1:], start=1):
@@ -91,13 +92,12 @@ def _members(fam: Family) -> list[Family]:
     return out
 
 
-def _header(snap: Snapshot) -> str:
+def _header(snap: Snapshot, counts: dict[str, int]) -> str:
     rows = "".join(
         f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>"
-        for k, v in model.facts(snap)
+        for k, v in model.facts(snap, counts)
         if k not in ("Snapshot", "records")
     )
-    counts = model.kind_counts(snap)
     kinds = ", ".join(f"{_e(k)} {n}" for k, n in counts.items())
     return (
         f"<header><h1>{_e(model.title(snap))}</h1><dl class=facts>{rows}"
@@ -107,8 +107,7 @@ def _header(snap: Snapshot) -> str:
     )
 
 
-def _controls(snap: Snapshot) -> str:
-    present = model.kind_counts(snap)
+def _controls(present: dict[str, int]) -> str:
     boxes = "".join(
         f'<label><input type=checkbox class=kind value="{k}" checked> {_e(k)}'
         f" <small>{present[k]}</small></label>"

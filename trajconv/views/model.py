@@ -141,10 +141,12 @@ def kind_counts(snapshot: Snapshot) -> dict[str, int]:
     return counts
 
 
-def facts(snapshot: Snapshot) -> list[tuple[str, str]]:
-    """The session facts a view's header shows, absent ones left out."""
+def facts(snapshot: Snapshot, counts: dict[str, int] | None = None) -> list[tuple[str, str]]:
+    """The session facts a view's header shows, absent ones left out (``counts``: the
+    :func:`kind_counts`, when the caller has them)."""
     s = snapshot.session
-    kinds = ", ".join(f"{k} {n}" for k, n in kind_counts(snapshot).items())
+    counts = kind_counts(snapshot) if counts is None else counts
+    kinds = ", ".join(f"{k} {n}" for k, n in counts.items())
     rows = [
         ("harness", snapshot.source.harness),
         ("session", s.id),
