@@ -76,8 +76,8 @@ def _session(fam: Family, full: bool) -> Iterator[RenderableType]:
 
 def _header(snap: Snapshot) -> RenderableType:
     facts = Table.grid(padding=(0, 2))
-    facts.add_column(style="bold")
-    facts.add_column()
+    facts.add_column(style="bold", no_wrap=True)
+    facts.add_column(overflow="fold")
     for name, value in model.facts(snap):
         facts.add_row(name, Text(model.inert(value)))
     return Panel(facts, title=Text(model.inert(model.title(snap)), style="bold"), expand=True)
