@@ -18,7 +18,7 @@ from tests.views.support import SCRIPT, hostile, read_fixture
 from trajconv.loaders import chromium, tools_dir
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
-from trajconv.views import html, load
+from trajconv.views import html, load, model
 
 PARENT = "019c0000-3333-7000-8000-000000000001"
 
@@ -146,6 +146,32 @@ def test_sub_agent_unfolds_under_its_call(browser: Any, tmp_path: Path) -> None:
     assert "Found 3 test files." in sub.inner_text()
     assert sub.locator("details.rec").count() == 2  # the child's user and assistant records
     assert page.locator("#count").inner_text() == str(len(snap.records))
+    p.clean()
+
+
+def test_search_reaches_into_a_sub_agent(browser: Any, tmp_path: Path) -> None:
+    parent = SnapshotBuilder(
+        Source(harness="grok", harness_version=None, session_id="p", locator="x"), "test"
+    )
+    parent.session = Session(id="p")
+    ev = evidence("j", native="test", line=1)
+    parent.add_text("user", "u", "delegate it", time=None, turn=0, evidence=ev)
+    parent.add_call("c", "call-1", "task", {"session": "child-1"}, time=None, turn=0, evidence=ev)
+    parent.add_call("d", "call-2", "task", {"other": 1}, time=None, turn=0, evidence=ev)
+    child = SnapshotBuilder(
+        Source(harness="grok", harness_version=None, session_id="child-1", locator="y"), "test"
+    )
+    child.session = Session(id="child-1", parent_session_id="p")
+    child.add_text("assistant", "a", "the zebra is here", time=None, turn=0, evidence=ev)
+    fam = model.family(parent.build(), [child.build()])
+    assert fam.children[0].call_id == "call-1"
+    p = _open(browser, tmp_path, fam, "search-child")
+    page = p.page
+    page.fill("#search", "zebra")
+    page.press("#search", "Enter")
+    chromium.wait_for(page, "document.querySelectorAll('.sub details.rec.hit').length == 1")
+    shown = page.locator("#timeline > details.rec")
+    assert shown.count() == 1 and "call-1" in shown.first.inner_text()  # the spawning call
     p.clean()
 
 

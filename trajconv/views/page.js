@@ -26,10 +26,22 @@
   function turnKey(r) { return r.t === null ? "none" : String(r.t); }
   function turnLabel(r) { return r.t === null ? "Outside a turn" : "Turn " + r.t; }
 
-  var query = "", unfold = null;
+  var query = "", unfold = null, subHits = Object.create(null);
   function matches(r, q) {
     return (r.x && r.x.toLowerCase().indexOf(q) >= 0) || (r.n && r.n.toLowerCase().indexOf(q) >= 0) ||
       (r.c && r.c.toLowerCase().indexOf(q) >= 0) || r.i.toLowerCase().indexOf(q) >= 0;
+  }
+
+  function kids(k) {
+    var s = meta.sessions[k], out = s.unplaced.slice();
+    Object.keys(s.under).forEach(function (c) { out = out.concat(s.under[c]); });
+    return out;
+  }
+  function subMatches(k, q) {
+    // a sub-agent session (or one below it) has a record matching q
+    var s = meta.sessions[k];
+    for (var i = 0; i < s.count; i++) if (matches(rec(k, i), q)) return true;
+    return kids(k).some(function (c) { return subMatches(c, q); });
   }
 
   function bodyOf(r, pre) {
@@ -48,7 +60,9 @@
     d.dataset.m = m; d.dataset.i = i;
     d.open = unfold !== null ? unfold : r.k !== "r";
     if (r.k === "o" && r.f) d.classList.add("failed");
-    if (query && m === 0 && matches(r, query)) { d.classList.add("hit"); d.open = true; }
+    if (query && (matches(r, query) || (r.k === "c" && m === 0 && own(subHits, r.c)))) {
+      d.classList.add("hit"); d.open = true;
+    }
     var s = el("summary");
     var who = r.k === "c" ? "⚙ " + r.n : r.k === "o" ? (r.f ? "✗ result of " : "✓ result of ") + r.n : NAMES[r.k];
     s.append(el("span", "who", who));
@@ -61,7 +75,11 @@
     d.append(el("div", "prov mono", "#" + r.s + " · " + r.i + " · " + r.e + " · " + r.h));
     bodyOf(r, r.k === "c" || r.k === "o").forEach(function (x) { d.append(x); });
     if (r.k === "c" && own(meta.sessions[m].under, r.c)) {
-      meta.sessions[m].under[r.c].forEach(function (k) { d.append(subagent(k, "spawned by this call: ")); });
+      meta.sessions[m].under[r.c].forEach(function (k) {
+        var box = subagent(k, "spawned by this call: ");
+        d.append(box);
+        if (query && subMatches(k, query)) box.firstChild.open = true; // show the hits inside
+      });
     }
     return d;
   }
@@ -151,12 +169,21 @@
   function rebuild() {
     var boxes = document.querySelectorAll("input.kind"), on = Object.create(null), all = true;
     boxes.forEach(function (b) { if (b.checked) on[LETTER[b.value]] = true; else all = false; });
+    subHits = Object.create(null);
+    if (query) {
+      Object.keys(main.under).forEach(function (c) {
+        if (main.under[c].some(function (k) { return subMatches(k, query); })) subHits[c] = true;
+      });
+    }
     if (all && !query) view = null;
     else {
       view = [];
       for (var i = 0; i < main.count; i++) {
         if (!on[main.kinds[i]]) continue;
-        if (query && !matches(rec(0, i), query)) continue;
+        if (query) {
+          var r = rec(0, i);
+          if (!matches(r, query) && !(r.k === "c" && own(subHits, r.c))) continue;
+        }
         view.push(i);
       }
     }
