@@ -21,6 +21,7 @@ Writes ``evidence/show-benchmark.md``. Not a test: timings depend on the machine
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     info = ensure("grok", args.size)
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="trajconv-show-bench-") as scratch:
         page_path = Path(scratch) / "session.html"
         argv_ = [*CLI, "show", "--from", "grok", info["read_path"], "--format", "html"]
@@ -163,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- page: {page_bytes:,} bytes ({page_bytes / 1024**2:.1f} MiB), one file",
         f"- browser: Chromium {version} (Debian package), headless, driven by Playwright",
         f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}",
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
+        f"{load_before:.1f} at the start (the machine is shared; times vary with it)",
         "",
         "| measure | median | runs |",
         "|---|---:|---|",

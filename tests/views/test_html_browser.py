@@ -145,6 +145,8 @@ def test_sub_agent_unfolds_under_its_call(browser: Any, tmp_path: Path) -> None:
     page.wait_for_selector(".sub details.rec")
     assert "Found 3 test files." in sub.inner_text()
     assert sub.locator("details.rec").count() == 2  # the child's user and assistant records
+    assert sub.locator("a[href='#diagnostics-1']").count() == 1
+    assert "lifecycle-dropped" in page.locator("#diagnostics-1").inner_text()
     assert page.locator("#count").inner_text() == str(len(snap.records))
     p.clean()
 

@@ -73,7 +73,7 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     yield "<main id=timeline aria-live=polite></main><div id=sentinel aria-hidden=true></div>\n"
     yield _diagnostics(snap, "diagnostics")
     for i, member in enumerate(members[1:], start=1):
-        yield _diagnostics(member.snapshot, f"diagnostics-{i}", hidden=True)
+        yield _diagnostics(member.snapshot, f"diagnostics-{i}", child=True)
     yield _verify(snap)
     meta: list[dict[str, Any]] = []
     index = {id(m): i for i, m in enumerate(members)}
@@ -124,8 +124,8 @@ def _controls(present: dict[str, int]) -> str:
     )
 
 
-def _diagnostics(snap: Snapshot, anchor: str, hidden: bool = False) -> str:
-    where = "" if not hidden else f" of sub-agent {_e(snap.session.id)}"
+def _diagnostics(snap: Snapshot, anchor: str, child: bool = False) -> str:
+    where = "" if not child else f" of sub-agent {_e(snap.session.id)}"
     if not snap.diagnostics:
         rows = "<tr><td colspan=5>none: every native unit is in a record</td></tr>"
     else:

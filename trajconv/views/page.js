@@ -95,8 +95,9 @@
       var list = el("div");
       det.append(list);
       renderChild(k, list);
-      var diag = document.getElementById("diagnostics-" + k);
-      if (diag) { var c = diag.cloneNode(true); c.hidden = false; c.removeAttribute("id"); det.append(c); }
+      var link = el("a", "note", "its diagnostics");
+      link.href = "#diagnostics-" + k;
+      det.append(link);
     });
     box.append(det);
     return box;
