@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -179,3 +180,16 @@ def test_sub_agent_nested_from_a_store(tmp_path: Path) -> None:
     md = out.output
     assert md.index("`spawn_subagent` · `call_s`") < md.index(f"> **Sub-agent** `{CHILD}`")
     assert md.count("**Sub-agent**") == 1
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_html_page_carries_every_record(label: str) -> None:
+    """The page's data blocks hold each record once, in order, with its hash."""
+    snap = read_fixture(label)
+    page = html.render(snap)
+    blocks = re.findall(r'<script type="application/json" id="d0-\d+">(.*?)</script>', page, re.S)
+    data = [item for block in blocks for item in json.loads(block)]
+    assert [d["h"] for d in data] == [r.hash for r in snap.records]
+    meta = json.loads(re.search(r'id="meta">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
+    assert meta["sessions"][0]["count"] == len(snap.records)
+    assert f"<span id=count>{len(snap.records)}</span>" in page
