@@ -277,8 +277,31 @@ def _what(row: Row) -> str:
         name, va, vb = row.fact
         return f"session {name}: {model.inert(str(va))} → {model.inert(str(vb))}"
     if row.status == "changed":
-        return "changed: " + ", ".join(row.fields)
+        assert row.a is not None and row.b is not None
+        return "changed: " + ", ".join(_change(f, row.a, row.b) for f in row.fields)
     return row.status
+
+
+def _value(field: str, record: Record) -> object:
+    if field == "time":
+        return record.time
+    if field == "model":
+        return getattr(record, "model", None)
+    if record.kind == "tool-call":
+        return record.call.id
+    if record.kind == "tool-result":
+        res = record.result
+        return {"call id": res.call_id, "status": res.ok, "exit code": res.exit_code}.get(
+            field, res.truncated
+        )
+    return None
+
+
+def _change(field: str, a: Record, b: Record) -> str:
+    """A changed field with its two values (text and content are shown in the row)."""
+    if field in ("text", "content"):
+        return field
+    return f"{field} {model.inert(str(_value(field, a)))} → {model.inert(str(_value(field, b)))}"
 
 
 def _named(row: Row) -> str:
