@@ -8,9 +8,11 @@ subprocess, peak RSS from ``os.wait4``), then opens the page ``--repeat`` times 
 fresh headless Chromium tab (``python -m trajconv.loaders install chromium``) and
 measures:
 
-* time to interactive: from ``page.goto`` until the page has parsed its data blocks'
-  index, rendered the first window and attached its handlers (``body[data-ready]``),
-  both as seen by the driver and as ``performance.now()`` inside the page;
+* time to interactive: from ``page.goto`` until the page has rendered its first window
+  and attached its handlers (``body[data-ready]``; the script runs once the first
+  data block is parsed), as seen by the driver and as ``performance.now()`` inside;
+* the whole page parsed (``DOMContentLoaded``, ``body[data-loaded]``), from when
+  search and the kind filter answer;
 * scrolling: the time to render each of 10 next windows, scrolled to the bottom;
 * search: from pressing Enter to the matches shown (every data block parsed once);
 * that the page logged no console error and made no request but itself.
@@ -53,15 +55,16 @@ def open_page(browser: Any, url: str) -> dict[str, Any]:
     page.on("request", lambda r: requests.append(r.url))
     start = time.perf_counter()
     page.goto(url, wait_until="commit", timeout=600_000)
-    page.wait_for_selector("body[data-ready='1']", timeout=600_000)
+    page.wait_for_selector("body[data-ready]", timeout=600_000)
     tti = time.perf_counter() - start
-    in_page = page.evaluate("performance.now()")
-    parsed = int(page.evaluate("document.body.dataset.started")) / 1000
+    page.wait_for_selector("body[data-loaded]", timeout=600_000)
+    loaded = time.perf_counter() - start
     return {
         "page": page,
         "tti": tti,
-        "in_page": in_page / 1000,
-        "parsed": parsed,
+        "in_page": int(page.evaluate("document.body.dataset.ready")) / 1000,
+        "loaded": loaded,
+        "parsed": int(page.evaluate("document.body.dataset.loaded")) / 1000,
         "errors": errors,
         "req": requests,
     }
@@ -170,15 +173,20 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| measure | median | runs |",
         "|---|---:|---|",
-        "| time to interactive (goto → first window rendered, handlers on), driver | "
+        "| time to interactive (goto → first window rendered, handlers on), seen by the driver "
+        "(it polls the page, which is busy parsing: an upper bound) | "
         f"{statistics.median(r['tti'] for r in runs):.2f} s | "
         + ", ".join(f"{r['tti']:.2f}" for r in runs)
         + " |",
-        "| the same, `performance.now()` in the page | "
+        "| **time to interactive**, `performance.now()` in the page at that moment | "
         f"{statistics.median(r['in_page'] for r in runs):.2f} s | "
         + ", ".join(f"{r['in_page']:.2f}" for r in runs)
         + " |",
-        "| of which the HTML parsed (page script starts), `performance.now()` | "
+        "| whole page parsed (DOMContentLoaded: search and filters usable), driver | "
+        f"{statistics.median(r['loaded'] for r in runs):.2f} s | "
+        + ", ".join(f"{r['loaded']:.2f}" for r in runs)
+        + " |",
+        "| the same, `performance.now()` in the page | "
         f"{statistics.median(r['parsed'] for r in runs):.2f} s | "
         + ", ".join(f"{r['parsed']:.2f}" for r in runs)
         + " |",

@@ -128,7 +128,9 @@ def test_hostile_text_is_inert_in_html() -> None:
     # every <script> is ours: the data blocks, the meta block and the page script
     scripts = re.findall(r"<script[^>]*>", page)
     assert all(s == "<script>" or 'type="application/json"' in s for s in scripts)
-    assert page.count("<script>") == 1 and page.count("</script>") == len(scripts)
+    assert page.count("<script>") == 2  # the page script and the call that starts it
+    assert page.count("</script>") == len(scripts)
+    assert "<script>trajconvStart()</script>" in page
     tags = _Tags()
     tags.feed(page)
     assert "img" not in tags.names and not tags.handlers  # no planted element or handler

@@ -1,10 +1,12 @@
 """A session as ONE self-contained HTML page: inline CSS and JS, no network at all.
 
 The page is static facts (title, session, Snapshot id and how to verify it, the
-diagnostics table) plus the records as JSON data in ``<script type="application/json">``
-blocks of :data:`CHUNK` records each. ``page.js`` parses a block only when it is
-needed and renders the timeline a window at a time as it scrolls into view, so a
-100 MB session's page opens at once and scrolls; search parses every block once.
+diagnostics table), what the script needs to know (each record's kind as a letter),
+the script, then the records as JSON data in ``<script type="application/json">``
+blocks of :data:`CHUNK` records each. The script shows the first window once the
+first block is parsed, parses a block only when it is needed and renders the
+timeline a window at a time as it scrolls into view, so a 100 MB session's page is
+usable before the browser has read it all; search and filters wait for the rest.
 
 Inert by construction: every session text is in JSON data (``<`` written ``\\u003c``,
 so no ``</script>`` can end a block) and the script puts it in the page with
@@ -16,7 +18,7 @@ forbids every fetch, so even a bug cannot reach the network.
 from __future__ import annotations
 
 import html
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from importlib import resources
 from typing import Any
 
@@ -67,7 +69,8 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
         f"<meta name=generator content=trajconv><title>{_e(model.title(snap))}</title>"
         f"<style>{_asset('page.css')}</style></head><body>\n"
     )
-    counts = model.kind_counts(snap)
+    letters = _letters(snap)
+    counts = {kind: letters.count(letter) for kind, letter in _first_seen(letters)}
     yield _header(snap, counts)
     yield _controls(counts)
     yield "<main id=timeline aria-live=polite></main><div id=sentinel aria-hidden=true></div>\n"
@@ -75,13 +78,29 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     for i, member in enumerate(members[1:], start=1):
         yield _diagnostics(member.snapshot, f"diagnostics-{i}", child=True)
     yield _verify(snap)
-    meta: list[dict[str, Any]] = []
+    # What the script needs to know comes first, then the script, then the records: the
+    # page shows its first window as soon as the first block is parsed, not the last.
     index = {id(m): i for i, m in enumerate(members)}
-    for i, member in enumerate(members):
-        info = yield from _data(member, i, index)
-        meta.append(info)
+    meta = [
+        _info(m, letters if i == 0 else _letters(m.snapshot), index) for i, m in enumerate(members)
+    ]
     yield _json_block("meta", {"sessions": meta, "chunk": CHUNK})
-    yield f"<script>{_asset('page.js')}</script>\n</body></html>\n"
+    yield f"<script>{_asset('page.js')}</script>\n"
+    for i, member in enumerate(members):
+        yield from _data(member, i)
+    yield "</body></html>\n"
+
+
+def _letters(snap: Snapshot) -> str:
+    """Each record's kind as one letter (:data:`KIND_LETTERS`), in order."""
+    return "".join(KIND_LETTERS[r.kind] for r in snap.records)
+
+
+def _first_seen(letters: str) -> list[tuple[str, str]]:
+    """(kind, letter) of the kinds present, in the order they first occur."""
+    by_letter = {v: k for k, v in KIND_LETTERS.items()}
+    order = sorted({ch: letters.index(ch) for ch in set(letters)}.items(), key=lambda x: x[1])
+    return [(by_letter[ch], ch) for ch, _ in order]
 
 
 def _members(fam: Family) -> list[Family]:
@@ -199,43 +218,44 @@ def _record(record: Record, names: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _data(fam: Family, number: int, index: dict[int, int]) -> Generator[str, None, dict[str, Any]]:
-    """Data blocks of one session; returns what the page needs to know about it."""
-    snap = fam.snapshot
+def _data(fam: Family, number: int) -> Iterator[str]:
+    """The data blocks of one session (``number`` in the page's list)."""
     names: dict[str, str] = {}
-    kinds: list[str] = []
     block: list[bytes] = []
     blocks = 0
-    for record in snap.records:
-        kinds.append(KIND_LETTERS[record.kind])
+    for record in fam.snapshot.records:
         block.append(orjson.dumps(_record(record, names)))
         if len(block) == CHUNK:
-            yield _block(f"d{number}-{blocks}", block)
+            yield _block(f"d{number}-{blocks}", block, start=number == 0 and blocks == 0)
             blocks += 1
             block = []
     if block:
-        yield _block(f"d{number}-{blocks}", block)
-        blocks += 1
+        yield _block(f"d{number}-{blocks}", block, start=number == 0 and blocks == 0)
+
+
+def _info(fam: Family, letters: str, index: dict[int, int]) -> dict[str, Any]:
+    """What the page needs to know about one session before its records."""
+    snap = fam.snapshot
     under: dict[str, list[int]] = {}
     for child in fam.children:
         if child.call_id is not None:
             under.setdefault(model.inert(child.call_id), []).append(index[id(child)])
-    info: dict[str, Any] = {
+    return {
         "id": model.inert(snap.session.id),
         "title": model.inert(model.title(snap)),
-        "count": len(kinds),
-        "blocks": blocks,
-        "kinds": "".join(kinds),
+        "count": len(letters),
+        "kinds": letters,
         "how": fam.how,
         "under": under,
         "unplaced": [index[id(c)] for c in fam.unplaced],
     }
-    return info
 
 
-def _block(name: str, items: list[bytes]) -> str:
+def _block(name: str, items: list[bytes], start: bool = False) -> str:
     body = b"[" + b",".join(items) + b"]"
-    return f'<script type="application/json" id="{name}">{_safe(body)}</script>\n'
+    block = f'<script type="application/json" id="{name}">{_safe(body)}</script>\n'
+    # after the session's first block, the page can show its first window
+    return block + ("<script>trajconvStart()</script>\n" if start else "")
 
 
 def _json_block(name: str, value: Any) -> str:

@@ -1,8 +1,16 @@
 // trajconv show --format html: renders the records embedded as JSON, a window at a time.
 // Session text only ever reaches the page through textContent, never as HTML.
+// This script runs before the data blocks are parsed: trajconvStart() (called after the
+// first block) shows the first window; search and filters wait for the rest.
 (function () {
   "use strict";
-  var started = performance.now(); // the HTML and its data blocks are parsed by now
+  var loaded = false, waiting = [];
+  function whenLoaded(fn) { if (loaded) fn(); else waiting.push(fn); }
+  document.addEventListener("DOMContentLoaded", function () {
+    loaded = true;
+    document.body.dataset.loaded = Math.round(performance.now());
+    waiting.splice(0).forEach(function (fn) { fn(); });
+  });
   var meta = JSON.parse(document.getElementById("meta").textContent);
   var CHUNK = meta.chunk, WINDOW = 50, SHOW = 2000;
   var NAMES = { u: "user", a: "assistant", r: "reasoning", c: "tool call", o: "result", s: "system", b: "observation" };
@@ -12,10 +20,17 @@
 
   function block(m, b) {
     var key = m + "-" + b;
-    if (!own(cache, key)) cache[key] = JSON.parse(document.getElementById("d" + key).textContent);
+    if (!own(cache, key)) {
+      var data = document.getElementById("d" + key);
+      if (!data || (!loaded && !data.nextSibling)) return null; // not parsed (whole) yet
+      cache[key] = JSON.parse(data.textContent);
+    }
     return cache[key];
   }
-  function rec(m, i) { return block(m, Math.floor(i / CHUNK))[i % CHUNK]; }
+  function rec(m, i) {
+    var b = block(m, Math.floor(i / CHUNK));
+    return b ? b[i % CHUNK] : null;
+  }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -94,7 +109,7 @@
       filled = true;
       var list = el("div");
       det.append(list);
-      renderChild(k, list);
+      whenLoaded(function () { renderChild(k, list); });
       var link = el("a", "note", "its diagnostics");
       link.href = "#diagnostics-" + k;
       det.append(link);
@@ -126,6 +141,7 @@
 
   // -- the main timeline: a view (indices of records shown) rendered a window at a time
   var main = meta.sessions[0];
+  var started = false;
   var timeline = document.getElementById("timeline"), sentinel = document.getElementById("sentinel");
   var status = document.getElementById("status");
   var view = null, pos = 0, lastTurn, folded = Object.create(null);
@@ -139,7 +155,9 @@
   function renderMore(count) {
     var end = Math.min(viewLength(), pos + count), frag = document.createDocumentFragment();
     for (; pos < end; pos++) {
-      var i = view ? view[pos] : pos, r = rec(0, i), t = turnKey(r);
+      var i = view ? view[pos] : pos, r = rec(0, i);
+      if (!r) { whenLoaded(fill); break; } // its block is not parsed yet
+      var t = turnKey(r);
       if (t !== lastTurn) {
         lastTurn = t;
         var h = el("div", "turn", turnLabel(r));
@@ -168,6 +186,7 @@
   }
 
   function rebuild() {
+    if (!loaded) { status.textContent = "reading the rest of the session…"; whenLoaded(rebuild); return; }
     var boxes = document.querySelectorAll("input.kind"), on = Object.create(null), all = true;
     boxes.forEach(function (b) { if (b.checked) on[LETTER[b.value]] = true; else all = false; });
     subHits = Object.create(null);
@@ -201,38 +220,41 @@
     fill();
   }
 
-  timeline.addEventListener("click", function (ev) {
-    var h = ev.target.closest(".turn");
-    if (h && h.parentNode === timeline) toggleTurn(h);
-  });
-  timeline.addEventListener("keydown", function (ev) {
-    var h = ev.target.closest(".turn");
-    if (h && h.parentNode === timeline && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); toggleTurn(h); }
-  });
-
-  var search = document.getElementById("search"), timer = null;
-  function runSearch() {
-    var q = search.value.trim().toLowerCase();
-    if (q === query) return;
-    query = q;
-    status.textContent = "searching…";
-    rebuild();
+  function start() {
+    if (started) return;
+    started = true;
+    timeline.addEventListener("click", function (ev) {
+      var h = ev.target.closest(".turn");
+      if (h && h.parentNode === timeline) toggleTurn(h);
+    });
+    timeline.addEventListener("keydown", function (ev) {
+      var h = ev.target.closest(".turn");
+      if (h && h.parentNode === timeline && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); toggleTurn(h); }
+    });
+    var search = document.getElementById("search"), timer = null;
+    function runSearch() {
+      var q = search.value.trim().toLowerCase();
+      if (q === query) return;
+      query = q;
+      status.textContent = "searching…";
+      rebuild();
+    }
+    search.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { clearTimeout(timer); runSearch(); } });
+    search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(runSearch, 400); });
+    document.querySelectorAll("input.kind").forEach(function (b) { b.addEventListener("change", rebuild); });
+    function setAll(open) {
+      unfold = open;
+      document.querySelectorAll("details.rec").forEach(function (d) { d.open = open; });
+    }
+    document.getElementById("expand").addEventListener("click", function () { setAll(true); });
+    document.getElementById("collapse").addEventListener("click", function () { setAll(false); });
+    new IntersectionObserver(function (entries) {
+      if (entries.some(function (e) { return e.isIntersecting; })) { renderMore(WINDOW); fill(); }
+    }, { rootMargin: "800px" }).observe(sentinel);
+    renderMore(WINDOW);
+    whenLoaded(showStatus);
+    document.body.dataset.ready = Math.round(performance.now());
   }
-  search.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { clearTimeout(timer); runSearch(); } });
-  search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(runSearch, 400); });
-  document.querySelectorAll("input.kind").forEach(function (b) { b.addEventListener("change", rebuild); });
-  function setAll(open) {
-    unfold = open;
-    document.querySelectorAll("details.rec").forEach(function (d) { d.open = open; });
-  }
-  document.getElementById("expand").addEventListener("click", function () { setAll(true); });
-  document.getElementById("collapse").addEventListener("click", function () { setAll(false); });
-
-  new IntersectionObserver(function (entries) {
-    if (entries.some(function (e) { return e.isIntersecting; })) { renderMore(WINDOW); fill(); }
-  }, { rootMargin: "800px" }).observe(sentinel);
-
-  renderMore(WINDOW);
-  document.body.dataset.started = Math.round(started);
-  document.body.dataset.ready = "1";
+  window.trajconvStart = start;
+  if (main.count === 0) whenLoaded(start); // no data block calls it
 })();
