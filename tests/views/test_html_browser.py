@@ -215,3 +215,11 @@ def test_large_session_renders_in_windows(browser: Any, tmp_path: Path) -> None:
     chromium.wait_for(page, "document.querySelectorAll('details.rec.hit').length == 1")
     assert "#4498" in page.locator("details.rec.hit").inner_text()
     p.clean()
+
+
+def test_empty_session_page_starts(browser: Any, tmp_path: Path) -> None:
+    """No data block calls the start: the page starts once it is read."""
+    p = _open(browser, tmp_path, _many(0), "empty")
+    assert p.page.locator("#count").inner_text() == "0"
+    assert "0 records in view" in p.page.locator("#status").inner_text()
+    p.clean()
