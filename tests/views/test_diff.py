@@ -72,6 +72,7 @@ def test_a_loss_no_diagnostic_names_is_shown_as_one() -> None:
     assert d.counts["not named"] == 2
     for view in (diff.render_text(d), diff.render_markdown(d), diff.render_html(d)):
         assert "NOT NAMED" in view
+    assert '<tr class="d-dropped lost">' in diff.render_html(d)  # marked, not only said
     assert diff.render_markdown(d) == diff.render_markdown(diff.diff(a, b))  # pure
 
 

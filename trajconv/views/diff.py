@@ -386,7 +386,8 @@ def render_html(d: Diff) -> str:
         return html.escape(model.inert(text), quote=True)
 
     rows = "".join(
-        f"<tr class=d-{row.status}{' lost' if row.lost else ''}><td class=num>{_seq(row.a)}</td>"
+        f'<tr class="d-{row.status}{" lost" if row.lost else ""}">'
+        f"<td class=num>{_seq(row.a)}</td>"
         f"<td>{e(_brief(row.a, 120))}</td><td class=num>{_seq(row.b)}</td>"
         f"<td>{e(_brief(row.b, 120))}</td><td>{e(_what(row))}</td><td>{e(_named(row))}</td></tr>"
         for row in d.rows
