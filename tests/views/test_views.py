@@ -195,3 +195,27 @@ def test_html_page_carries_every_record(label: str) -> None:
     meta = json.loads(re.search(r'id="meta">(.*?)</script>', page, re.S).group(1))  # type: ignore[union-attr]
     assert meta["sessions"][0]["count"] == len(snap.records)
     assert f"<span id=count>{len(snap.records)}</span>" in page
+
+
+def test_text_on_a_terminal_goes_through_the_pager(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import os
+
+    from trajconv.views import command
+
+    paged: list[tuple[str, bool]] = []
+
+    def pager(pieces: object, color: bool) -> None:
+        paged.append(("".join(pieces), color))  # type: ignore[call-overload]
+
+    monkeypatch.setattr(command, "interactive", lambda: True)
+    monkeypatch.setattr(command.click, "echo_via_pager", pager)
+    monkeypatch.setattr(command.shutil, "get_terminal_size", lambda: os.terminal_size((72, 20)))
+    snap = read_fixture("grok/multi-turn")
+    io.dump(snap, tmp_path / "s.json")
+    res = CliRunner().invoke(cli, ["show", str(tmp_path / "s.json")])
+    assert res.exit_code == 0 and res.output == ""
+    [(text, color)] = paged
+    assert color and "\x1b[" in text  # styled for the pager (less -R)
+    assert text == terminal.render(snap, width=72, color=True)

@@ -52,12 +52,17 @@ def show(
         _write(output, chunks(fam, fmt, full=full))
         click.echo(f"wrote {output} ({fmt}, {len(fam.snapshot.records)} records)", err=True)
         return
-    if fmt == "text" and sys.stdout.isatty():
+    if fmt == "text" and interactive():
         width = shutil.get_terminal_size().columns
         click.echo_via_pager(chunks(fam, fmt, full=full, width=width, color=True), color=True)
         return
     for piece in chunks(fam, fmt, full=full):
         click.echo(piece, nl=False)
+
+
+def interactive() -> bool:
+    """Standard output is a terminal: page the text view in colour."""
+    return sys.stdout.isatty()
 
 
 def _family(path: Path, source: str | None, session: str | None, limits: Limits) -> model.Family:
@@ -89,7 +94,7 @@ def _show_diff(
     elif fmt == "html":
         text = diff.render_html(d)
     else:
-        color = output is None and sys.stdout.isatty()
+        color = output is None and interactive()
         width = shutil.get_terminal_size().columns if color else 100
         text = diff.render_text(d, width=width, color=color)
     if output is not None:
