@@ -15,7 +15,8 @@ measures:
   search and the kind filter answer;
 * scrolling: the time to render each of 10 next windows, scrolled to the bottom;
 * search: from pressing Enter to the matches shown (every data block parsed once);
-* that the page logged no console error and made no request but itself.
+* that the page logged no console error and made no request but itself;
+* with ``--views``, the text and Markdown views of the same session written to files.
 
 Writes ``evidence/show-benchmark.md``. Not a test: timings depend on the machine.
 """
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=EVIDENCE, help="report file")
     parser.add_argument("--screenshot", type=Path, default=None, help="save a PNG of the page")
     parser.add_argument("--query", default="read_file", help="what the search looks for")
+    parser.add_argument(
+        "--views", action="store_true", help="also time the text and Markdown views (slow)"
+    )
     args = parser.parse_args(argv)
 
     exe = chromium.find(tools_dir())
@@ -122,6 +126,13 @@ def main(argv: list[str] | None = None) -> int:
         if status != 0:
             raise SystemExit(f"trajconv show failed ({status}): {err}")
         page_bytes = page_path.stat().st_size
+        others = []
+        for fmt in ("markdown", "text") if args.views else ():
+            out = Path(scratch) / f"session.{fmt}"
+            took, peak, code, err = measure([*argv_[:-1], fmt, "-o", str(out)])
+            if code != 0:
+                raise SystemExit(f"trajconv show --format {fmt} failed ({code}): {err}")
+            others.append((fmt, took, peak, out.stat().st_size))
         runs = []
         with sync_playwright() as pw:
             browser = chromium.launch(pw, exe)
@@ -159,13 +170,19 @@ def main(argv: list[str] | None = None) -> int:
         "Command:",
         "",
         "```sh",
-        f"python benchmarks/show_bench.py --size {args.size} --repeat {args.repeat}",
+        f"python benchmarks/show_bench.py --size {args.size} --repeat {args.repeat}"
+        + (" --views" if args.views else ""),
         "```",
         "",
         f"- dataset: `grok-{args.size}` from `benchmarks/generate.py` "
         f"({info['bytes'] / 1024**2:.1f} MiB of native files), {first['records']:,} records",
         f"- `trajconv show --format html -o PAGE`: {wall:.1f} s, peak RSS {rss / 1024:.0f} MiB",
         f"- page: {page_bytes:,} bytes ({page_bytes / 1024**2:.1f} MiB), one file",
+        *(
+            f"- `trajconv show --format {fmt} -o FILE`: {took:.1f} s, peak RSS "
+            f"{peak / 1024:.0f} MiB, {size / 1024**2:.1f} MiB"
+            for fmt, took, peak, size in others
+        ),
         f"- browser: Chromium {version} (Debian package), headless, driven by Playwright",
         f"- machine: {platform.machine()}, {platform.system()} {platform.release()}, "
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
