@@ -336,6 +336,53 @@ def verify(file: Path, as_json: bool) -> None:
 
 
 @cli.command()
+@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.option("--from", "source", default=None, help="harness PATH comes from (see `convert`)")
+@click.option("--session", default=None, help="session id inside a home or store holding several")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "html"]),
+    default="text",
+    help="text (rich, paged on a terminal), markdown, or html (one self-contained page)",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="write to FILE"
+)
+@click.option("--full", is_flag=True, help="unfold reasoning; show long text and output whole")
+@click.option(
+    "--diff",
+    "diff_paths",
+    nargs=2,
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    metavar="A B",
+    help="compare two Snapshot files or export folders, record by record",
+)
+@click.option("--json", "as_json", is_flag=True, help="the Snapshot (or the diff) as JSON")
+@limit_options
+def show(**kw: Any) -> None:
+    """See a session: in the terminal, as Markdown, or as one self-contained HTML page.
+
+    PATH is a native session or home (with --from, as for `convert`), a Snapshot file or
+    an archive store (with --session). Sub-agent sessions found beside it (a native home
+    or a store) are nested under the tool call that spawned them. --diff A B shows two
+    Snapshots side by side (e.g. a source and the re-read of its export folder): what
+    was dropped or changed, and the diagnostic that named each difference.
+
+    \b
+    trajconv show --from grok ~/.grok --session ID      paged text on a terminal
+    trajconv show SNAPSHOT.json --format markdown > session.md
+    trajconv show SNAPSHOT.json --format html -o session.html
+    trajconv show --diff SNAPSHOT.json EXPORT_DIR
+    """
+    from trajconv.views.command import show as run
+
+    limits = _limits(kw)
+    run(limits=limits, **kw)
+
+
+@cli.command()
 @click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--home",

@@ -30,6 +30,10 @@ LOADERS: tuple[str, ...] = (
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
 
 
+BROWSERS: tuple[str, ...] = ("chromium",)
+"""Installed by the same step but not harnesses: the browser the HTML view is tested in."""
+
+
 def installed_version(python: Path, package: str) -> str | None:
     """The version of ``package`` installed for the interpreter ``python`` (a loader's
     own venv), or ``None`` when it is absent or the interpreter does not run."""

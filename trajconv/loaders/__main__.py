@@ -11,24 +11,26 @@ import importlib
 import json
 import sys
 
-from trajconv.loaders import LOADERS, tools_dir
+from trajconv.loaders import BROWSERS, LOADERS, tools_dir
+
+INSTALLABLE = (*LOADERS, *BROWSERS)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trajconv.loaders", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     inst = sub.add_parser("install", help="install pinned loaders into the tools folder")
-    inst.add_argument("harness", nargs="*", help=f"any of: {', '.join(LOADERS)}")
+    inst.add_argument("harness", nargs="*", help=f"any of: {', '.join(INSTALLABLE)}")
     stat = sub.add_parser("status", help="which loaders are installed")
     stat.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     tools = tools_dir()
     if args.cmd == "install":
-        unknown = [h for h in args.harness if h not in LOADERS]
+        unknown = [h for h in args.harness if h not in INSTALLABLE]
         if unknown:
-            parser.error(f"no loader for {', '.join(unknown)}; loaders: {', '.join(LOADERS)}")
+            parser.error(f"no loader for {', '.join(unknown)}; loaders: {', '.join(INSTALLABLE)}")
         failed = 0
-        for name in args.harness or list(LOADERS):
+        for name in args.harness or list(INSTALLABLE):
             mod = importlib.import_module(f"trajconv.loaders.{name}")
             print(f"installing {name} ({mod.PACKAGE}@{mod.VERSION}) into {tools} ...", flush=True)
             try:
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name}: {path}")
         return 1 if failed else 0
     rows = {}
-    for name in LOADERS:
+    for name in INSTALLABLE:
         mod = importlib.import_module(f"trajconv.loaders.{name}")
         found = mod.find(tools)
         rows[name] = {

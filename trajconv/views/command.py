@@ -1,0 +1,126 @@
+"""``trajconv show``: load what to show, render it, page it or write it.
+
+Kept out of ``trajconv/cli/main.py`` so the command there is only its options.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from trajconv.codecs.base import Limits
+from trajconv.errors import RefusedError, UsageError
+from trajconv.views import chunks, diff, load, model
+
+
+def show(
+    *,
+    path: Path | None,
+    source: str | None,
+    session: str | None,
+    fmt: str,
+    output: Path | None,
+    full: bool,
+    diff_paths: tuple[Path, Path] | None,
+    as_json: bool,
+    limits: Limits,
+) -> None:
+    if diff_paths:
+        if path is not None or source is not None or session is not None:
+            raise UsageError("--diff A B takes no PATH, --from or --session")
+        _show_diff(diff_paths, fmt, output, full, as_json)
+        return
+    if path is None:
+        raise UsageError("say what to show: trajconv show PATH (or --diff A B)")
+    fam = _family(path, source, session, limits)
+    if as_json:
+        from trajconv.snapshot import io
+
+        if output is not None:
+            _refuse_existing(output)
+            io.dump(fam.snapshot, output)
+        else:
+            io.write(fam.snapshot, sys.stdout.buffer)
+        return
+    if output is not None:
+        _write(output, chunks(fam, fmt, full=full))
+        click.echo(f"wrote {output} ({fmt}, {len(fam.snapshot.records)} records)", err=True)
+        return
+    if fmt == "text" and interactive():
+        width = shutil.get_terminal_size().columns
+        click.echo_via_pager(chunks(fam, fmt, full=full, width=width, color=True), color=True)
+        return
+    for piece in chunks(fam, fmt, full=full):
+        click.echo(piece, nl=False)
+
+
+def interactive() -> bool:
+    """Standard output is a terminal: page the text view in colour."""
+    return sys.stdout.isatty()
+
+
+def _family(path: Path, source: str | None, session: str | None, limits: Limits) -> model.Family:
+    if source is None or source.strip().lower() == "snapshot":
+        from trajconv.cli.main import _snapshot_input
+        from trajconv.snapshot.archive import is_store
+
+        snap = _snapshot_input(path, session, source)
+        if path.is_dir() and is_store(path):
+            return load.store_family(path, snap)
+        return model.Family(snap)
+    import trajconv
+
+    snap = trajconv.read(source, path, session=session, limits=limits)
+    return load.native_family(source, path, snap, limits)
+
+
+def _show_diff(
+    paths: tuple[Path, Path], fmt: str, output: Path | None, full: bool, as_json: bool
+) -> None:
+    a, b = (load.diff_side(p) for p in paths)
+    d = diff.diff(a.snapshot, b.snapshot, a.writer + b.writer, full=full)
+    if as_json:
+        import json
+
+        text = json.dumps(diff.to_json(d), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "markdown":
+        text = diff.render_markdown(d)
+    elif fmt == "html":
+        text = diff.render_html(d)
+    else:
+        color = output is None and interactive()
+        width = shutil.get_terminal_size().columns if color else 100
+        text = diff.render_text(d, width=width, color=color)
+    if output is not None:
+        _write(output, [text])
+        click.echo(f"wrote {output} ({diff.summary(d)})", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _write(output: Path, pieces: Iterable[str]) -> None:
+    """Write ``pieces`` to ``output`` through a temporary file; never replace a file."""
+    _refuse_existing(output)
+    folder = output.parent if str(output.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            for piece in pieces:
+                fh.write(piece)
+        try:
+            os.link(tmp, output)  # fails if a file appeared meanwhile: never replaced
+        except FileExistsError:
+            _refuse_existing(output)
+    finally:
+        os.unlink(tmp)
+
+
+def _refuse_existing(output: Path) -> None:
+    if output.exists() or output.is_symlink():
+        raise RefusedError(f"{output} exists; refusing to replace it (remove it or pick a name)")
