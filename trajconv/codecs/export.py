@@ -42,7 +42,7 @@ def _manifest(plan: ExportPlan, files: list[tuple[ExportFile, str, int]]) -> dic
         "dirs": [{"path": p, "mode": f"{m:04o}"} for p, m in sorted(plan.dir_modes.items())],
         "session_paths": plan.session_paths,
         "prepare": {"argv": ["python", "prepare.py"]},
-        "resume": {"argv": plan.resume_argv, "home": "home"},
+        "resume": {"argv": plan.resume_argv, "home": plan.try_home},
         "notes": plan.notes,
         "diagnostics": [d.model_dump(mode="json") for d in plan.diagnostics],
         "producer": {"name": "trajconv", "version": __version__},

@@ -102,6 +102,18 @@ _CODES: tuple[Code, ...] = (
         "native ids repeat, so record ids come from positions",
         units=False,
     ),
+    _r(
+        "replaced-bytes",
+        "warning",
+        "line with bytes that are not UTF-8, kept with each such byte replaced by U+FFFD",
+        units=False,
+    ),
+    _r(
+        "bom-stripped",
+        "info",
+        "line starting with a UTF-8 byte-order mark, kept without the mark",
+        units=False,
+    ),
     _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
     _r(
         "pending-writes",
@@ -145,6 +157,12 @@ _CODES: tuple[Code, ...] = (
         "consecutive messages of one role become one message in the target",
     ),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
+    _w(
+        "unanswered-turn",
+        "warning",
+        "the last turn has no final answer and was written so (--allow-lossy); "
+        "the target sees it unanswered",
+    ),
     _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
     _w(
         "timestamps-synthesized",
