@@ -238,7 +238,10 @@ def _reads(
     # with at most 2 x jobs in flight so memory stays bounded on a large home.
     pending: dict[Future[tuple[Snapshot | None, str | None]], tuple[Codec, SessionRef, str]] = {}
     queue = iter(todo)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=get_context("spawn"), initializer=_ignore_interrupt
+    )
+    try:
         while True:
             while len(pending) < 2 * jobs:
                 item = next(queue, None)
@@ -253,6 +256,17 @@ def _reads(
             for fut in done:
                 c, ref, fp = pending.pop(fut)
                 yield (c, ref, fp, *fut.result())
+    finally:
+        # Ctrl-C reaches the workers too; they ignore it, finish the read in hand and
+        # remove its spool, and nothing queued starts.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupt() -> None:
+    """Worker processes leave Ctrl-C to the main process (no traceback from each)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def archive(
