@@ -446,3 +446,36 @@ def test_convert_install_writes_installs_and_prints_resume(tmp_path: Path) -> No
     assert list(home.glob(".fx/sessions/*/session.json"))
     code, out, err = run(*args)  # the session is there now: refused, exit 3
     assert code == 3, out + err
+
+
+# -- an installed package (pip install ., not -e) ---------------------------------------
+
+
+def test_installed_package_keeps_loaders_in_the_user_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trajconv.checkout
+    from trajconv.loaders import tools_dir
+
+    monkeypatch.delenv("TRAJCONV_TOOLS", raising=False)
+    assert tools_dir() == FIXTURES.parent / ".tools"  # a source checkout: its .tools/
+    monkeypatch.setattr(trajconv.checkout, "source_checkout", lambda: None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert tools_dir() == tmp_path / "cache" / "trajconv" / "tools"
+    monkeypatch.setenv("TRAJCONV_TOOLS", str(tmp_path / "mine"))  # still overrides
+    assert tools_dir() == tmp_path / "mine"
+
+
+def test_installed_package_parity_reads_package_data_or_says_where(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import trajconv.parity
+
+    monkeypatch.setattr(trajconv.parity, "source_checkout", lambda: None)
+    code, _, err = run("parity", "--check")
+    assert code == 2 and "clone of trajconv's source repository" in err
+    # a wheel carries evidence/ as package data (pyproject force-include); the source
+    # tree's package folder does not, so this is what an install without it says
+    assert not (Path(trajconv.parity.__file__).parent / "evidence").exists()
+    code, _, err = run("parity")
+    assert code == 2 and "evidence/parity.json" in err and "source repository" in err

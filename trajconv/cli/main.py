@@ -684,6 +684,8 @@ def parity(write_: bool, check_: bool, as_json: bool) -> None:
     """Which harness pairs are supported, and how each claim was verified."""
     from trajconv import parity as parity_mod
 
+    if check_ or write_:
+        parity_mod.needs_checkout("--check" if check_ else "--write")
     if check_:
         problems = parity_mod.check()
         if as_json:
