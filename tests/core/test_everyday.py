@@ -479,3 +479,22 @@ def test_installed_package_parity_reads_package_data_or_says_where(
     assert not (Path(trajconv.parity.__file__).parent / "evidence").exists()
     code, _, err = run("parity")
     assert code == 2 and "evidence/parity.json" in err and "source repository" in err
+
+
+def test_shell_completion_completes_harness_names() -> None:
+    def complete(words: str) -> list[str]:
+        env = {
+            **os.environ,
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - 1),
+            "_TRAJCONV_COMPLETE": "bash_complete",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "trajconv.cli.main"], env=env, capture_output=True, text=True
+        )
+        return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
+
+    to_c = complete("trajconv convert --to c")
+    assert {"copilot", "cursor"} <= set(to_c) and all(n.startswith("c") for n in to_c)
+    assert complete("trajconv read --from gr") == ["grok"]
+    assert "grok" in complete("trajconv discover --harness g")

@@ -14,13 +14,20 @@ from typing import Any, TypeVar
 
 import click
 
-from trajconv.errors import EXIT_CODES, EXIT_USAGE, TrajconvError, UsageError
+from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _complete_harness(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of harness names (``trajconv codecs``)."""
+    from trajconv.codecs import registry
+
+    return [n for n in registry.names() if n.startswith(incomplete)]
 
 
 def limit_options(func: F) -> F:
@@ -184,10 +191,6 @@ class _Cli(click.Group):
             ctx.exit(1)
 
 
-EXIT_INTERRUPTED = 130
-"""Ctrl-C, as a shell reports a process SIGINT ended."""
-
-
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
     import os
@@ -208,7 +211,8 @@ def cli() -> None:
     another harness plus a prepare script, and resume it there.
 
     \b
-    Exit codes: 0 ok, 1 bad input, 2 usage error, 3 refused (not portable / would overwrite).
+    Exit codes: 0 ok, 1 bad input, 2 usage error, 3 refused (not portable / would overwrite),
+    130 interrupted.
     """
 
 
@@ -244,7 +248,13 @@ FORCE = click.option(
 
 
 @cli.command()
-@click.option("--from", "source", required=True, help="harness the session comes from")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    shell_complete=_complete_harness,
+    help="harness the session comes from",
+)
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o",
@@ -276,7 +286,9 @@ def read(
 
 
 @cli.command()
-@click.option("--to", "target", required=True, help="harness to write for")
+@click.option(
+    "--to", "target", required=True, shell_complete=_complete_harness, help="harness to write for"
+)
 @click.argument("snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "-o",
@@ -385,10 +397,13 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     "--from",
     "source",
     default=None,
+    shell_complete=_complete_harness,
     help="harness the session comes from; told from PATH's files when left out, and "
     "not needed (or 'snapshot') when PATH is a Snapshot file or an archive store",
 )
-@click.option("--to", "target", required=True, help="harness to write for")
+@click.option(
+    "--to", "target", required=True, shell_complete=_complete_harness, help="harness to write for"
+)
 @click.argument("path", required=False)
 @click.option(
     "-o",
@@ -591,11 +606,6 @@ def _harness_option(help_text: str, multiple: bool = False) -> Callable[[F], F]:
     """``--harness NAME``, completing the registered names; repeated only where several
     make sense (a repeated single one is a usage error, not a silent last-one-wins)."""
 
-    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-        from trajconv.codecs import registry
-
-        return [n for n in registry.names() if n.startswith(incomplete)]
-
     def once(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if not multiple and isinstance(value, tuple):
             if len(value) > 1:
@@ -608,7 +618,7 @@ def _harness_option(help_text: str, multiple: bool = False) -> Callable[[F], F]:
         default=None,
         multiple=True,
         callback=once,
-        shell_complete=complete,
+        shell_complete=_complete_harness,
         help=help_text,
     )
 

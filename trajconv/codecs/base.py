@@ -1,4 +1,4 @@
-"""The codec protocol (DESIGN §5) and what every codec shares.
+"""The codec protocol (docs/design.md §5) and what every codec shares.
 
 A codec binds a harness's reader, writer and discovery. ``CODEC`` objects are
 registered under the ``trajconv.codecs`` entry-point group and loaded lazily;

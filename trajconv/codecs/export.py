@@ -1,4 +1,4 @@
-"""The one export writer every codec uses (DESIGN §6).
+"""The one export writer every codec uses (docs/design.md §6).
 
 ``emit`` writes ``OUT/trajconv-export.json``, the ``home/`` tree (or a codec's
 readout) and ``prepare.py`` into a hidden staging folder beside OUT and renames

@@ -1,4 +1,4 @@
-"""The diagnostics registry (DESIGN §4): every code, its severity and meaning, in one place.
+"""The diagnostics registry (docs/design.md §4): every code, its severity and meaning, in one place.
 
 Reader codes say what was not projected into records; ``units=True`` marks the
 codes whose count is a number of native units (lines, events, blobs, messages),
