@@ -107,6 +107,10 @@ class Progress:
     done: int
     total: int
     counts: dict[str, int]
+    bytes_done: int = 0
+    """Native bytes of the sessions read so far (their size as listed)."""
+    bytes_total: int = 0
+    """Native bytes of every session to read (skipped ones left out)."""
 
 
 @dataclass
@@ -304,8 +308,11 @@ def archive(
                 summary.outcomes.append(Outcome(c.name, ref.session_id, "skipped"))
             else:
                 todo.append((c, ref, fp))
-        tick(Progress("archive", len(summary.outcomes), total, summary.counts))
+        size = sum(ref.size or 0 for _c, ref, _fp in todo)
+        done = 0
+        tick(Progress("archive", len(summary.outcomes), total, summary.counts, 0, size))
         for c, ref, fp, snap, error in _reads(todo, jobs, limits):
+            done += ref.size or 0
             if snap is None:
                 summary.outcomes.append(Outcome(c.name, ref.session_id, "failed", error=error))
             else:
@@ -323,7 +330,7 @@ def archive(
                         records=added.row.records,
                     )
                 )
-            tick(Progress("archive", len(summary.outcomes), total, summary.counts))
+            tick(Progress("archive", len(summary.outcomes), total, summary.counts, done, size))
     summary.seconds = time.monotonic() - started
     tick(Progress("done", len(summary.outcomes), total, summary.counts))
     return summary

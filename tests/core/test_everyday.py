@@ -3,6 +3,7 @@ session, no traceback for ordinary mistakes. One test (or a few) per item of the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -498,3 +499,35 @@ def test_shell_completion_completes_harness_names() -> None:
     assert {"copilot", "cursor"} <= set(to_c) and all(n.startswith("c") for n in to_c)
     assert complete("trajconv read --from gr") == ["grok"]
     assert "grok" in complete("trajconv discover --harness g")
+
+
+def test_archive_progress_counts_bytes_as_well_as_sessions(tmp_path: Path) -> None:
+    from trajconv.archive import archive
+
+    ticks = []
+    home = FIXTURES / "grok" / "subagent"
+    archive(tmp_path / "store", harness="grok", home=home, progress=ticks.append)
+    last = [t for t in ticks if t.phase == "archive"][-1]
+    journals = sum(p.stat().st_size for p in home.glob("sessions/*/*/updates.jsonl"))
+    assert last.done == last.total == 2
+    assert last.bytes_done == last.bytes_total == journals > 0
+
+
+def test_reading_shows_bytes_read_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import time
+
+    from rich.console import Console
+
+    from trajconv.cli import main
+
+    reads = iter(range(0, 10**9, 3_000_000))
+    monkeypatch.setattr(main, "_bytes_read", lambda: next(reads))
+    shown = io.StringIO()
+    console = Console(file=shown, force_terminal=True, width=400)
+    with main._reading_progress(GROK_SESSION, console):
+        time.sleep(0.7)
+    assert f"reading {GROK_SESSION}: " in shown.getvalue()
+    assert " MB" in shown.getvalue()
+    # not a terminal (as under pytest): nothing at all
+    assert isinstance(main._reading_progress(GROK_SESSION), contextlib.nullcontext)

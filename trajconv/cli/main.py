@@ -276,7 +276,8 @@ def read(
 
     if output is not None:
         _check_new_file(output, force)
-    snap = trajconv.read(source, path, session=session, limits=_limits(kw))
+    with _reading_progress(path):
+        snap = trajconv.read(source, path, session=session, limits=_limits(kw))
     if output is None:
         io.write(snap, sys.stdout.buffer)
     else:
@@ -485,10 +486,11 @@ def convert(
     lossy = kw.pop("allow_lossy")
     if snapshot_out is not None:
         _check_new_file(snapshot_out, force)
-    snap = _convert_source(source, path, session, latest, opts.get("cwd"), limits)
-    if snapshot_out is not None:
-        _dump_snapshot(snap, snapshot_out, force)
-    export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
+    with _reading_progress(Path(path) if path else None):
+        snap = _convert_source(source, path, session, latest, opts.get("cwd"), limits)
+        if snapshot_out is not None:
+            _dump_snapshot(snap, snapshot_out, force)
+        export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
     _report_export(export, as_json, snap, allow_lossy=lossy)
     if install:
         _install(export, home, as_json)
@@ -790,21 +792,75 @@ def _archive_progress(enabled: bool) -> Any:
         TextColumn("archive"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[size]}"),
         TextColumn("{task.fields[counts]}"),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
     )
-    task = bar.add_task("archive", total=None, counts="discovering")
+    task = bar.add_task("archive", total=None, counts="discovering", size="")
 
     def tick(p: Any) -> None:
         counts = "  ".join(f"{k} {v}" for k, v in p.counts.items() if v)
-        bar.update(task, completed=p.done, total=p.total or None, counts=counts)
+        size = f"{_mb(p.bytes_done)}/{_mb(p.bytes_total)} MB" if p.bytes_total else ""
+        bar.update(task, completed=p.done, total=p.total or None, counts=counts, size=size)
 
     @contextlib.contextmanager
     def running() -> Any:
         with bar:
             yield tick
+
+    return running()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f}"
+
+
+def _bytes_read() -> int | None:
+    """Bytes this process has read so far (Linux ``/proc/self/io``), else ``None``."""
+    try:
+        with open("/proc/self/io", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _reading_progress(path: Path | None, console: Any = None) -> Any:
+    """On a terminal, a line on stderr with the bytes read while a session is read and
+    written (``read``, ``convert``); a no-op elsewhere."""
+    import contextlib
+    import threading
+
+    if console is None:
+        if not sys.stderr.isatty():
+            return contextlib.nullcontext()
+        from rich.console import Console
+
+        console = Console(stderr=True)
+    start = _bytes_read()
+
+    @contextlib.contextmanager
+    def running() -> Any:
+        stop = threading.Event()
+        with console.status(f"reading {path or 'the session'}") as status:
+
+            def update() -> None:
+                while not stop.wait(0.2):
+                    now = _bytes_read()
+                    if start is not None and now is not None:
+                        status.update(f"reading {path or 'the session'}: {_mb(now - start)} MB")
+
+            worker = threading.Thread(target=update, daemon=True)
+            worker.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                worker.join()
 
     return running()
 
