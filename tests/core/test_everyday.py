@@ -146,6 +146,13 @@ def test_session_that_does_not_match_a_single_session_path_is_a_usage_error() ->
     assert other in err and GROK_ID in err
 
 
+def test_a_grok_home_with_one_session_needs_no_session(tmp_path: Path) -> None:
+    home = FIXTURES / "grok" / "multi-turn"
+    code, out, err = run("convert", "--to", "fx", str(home), "-o", str(tmp_path / "o"))
+    assert code == 0, err
+    assert f"wrote fx session {GROK_ID}" in out
+
+
 def test_unknown_session_in_a_native_home_is_exit_2() -> None:
     home = FIXTURES / "grok" / "subagent"
     code, _, err = run("read", "--from", "grok", str(home), "--session", "nope")

@@ -105,8 +105,11 @@ def resolve(path: Path, session: str | None) -> Path:
     if home is None:
         raise FormatError(path, f"not a Grok session folder or home (no {UPDATES}, no {SESSIONS}/)")
     if session is None:
+        dirs = session_dirs(home)
+        if len(dirs) == 1:
+            return dirs[0]
         raise UsageError(
-            f"{path}: this is a Grok home with many sessions; pick one with --session ID"
+            f"{path}: this Grok home holds {len(dirs)} sessions; pick one with --session ID"
         )
     safe_component(session, "session id", path)
     for sdir in session_dirs(home):
