@@ -405,7 +405,9 @@ def test_discover_lists_newest_first_with_header_and_path(tmp_path: Path) -> Non
     assert code == 2 and "--since" in err
 
 
-def test_convert_with_only_an_id_a_prefix_or_latest(tmp_path: Path) -> None:
+def test_convert_with_only_an_id_a_prefix_or_latest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = _homes(tmp_path)
     runner = CliRunner()
     by_id = runner.invoke(
@@ -441,6 +443,13 @@ def test_convert_with_only_an_id_a_prefix_or_latest(tmp_path: Path) -> None:
         env=env,
     )
     assert in_cwd.exit_code == 0 and "found grok" in in_cwd.stderr
+    # `--cwd .` is this folder, made whole for the target
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    monkeypatch.chdir(demo)
+    here = runner.invoke(cli, ["convert", "--to", "fx", GROK_ID, "--cwd", ".", "-o", "h"], env=env)
+    assert here.exit_code == 2  # no session of that id in the demo folder
+    assert f"no session {GROK_ID!r} in {demo.resolve()} in the homes" in here.stderr
     none = runner.invoke(cli, ["convert", "--to", "fx", "ffff", "-o", str(tmp_path / "f")], env=env)
     assert none.exit_code == 2 and "no session 'ffff'" in none.stderr
 

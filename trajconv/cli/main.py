@@ -6,6 +6,7 @@ Exit codes come from :mod:`trajconv.errors` (0 ok, 1 bad input, 2 usage, 3 refus
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -193,8 +194,6 @@ class _Cli(click.Group):
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -483,6 +482,8 @@ def convert(
         raise UsageError("--home applies to --install only")
     limits = _limits(kw)
     opts = _write_opts_for(target, kw)
+    if "cwd" in opts:  # `--cwd .` picks sessions of this folder; a target needs it whole
+        opts["cwd"] = os.path.abspath(opts["cwd"])
     lossy = kw.pop("allow_lossy")
     if snapshot_out is not None:
         _check_new_file(snapshot_out, force)
