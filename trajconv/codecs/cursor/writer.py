@@ -4,7 +4,7 @@ Cursor keeps a chat in a SQLite database, so the export holds the portable
 readout (format ``cursor-agent-sqlite-readout-v1``: every meta row, every blob
 base64, the source records under ``provenance``) and a stdlib-only
 ``prepare.py`` that verifies every blob hash and builds
-``~/.cursor/chats/<md5(resolved cwd)>/<id>/store.db`` (DESIGN section 6).
+``~/.cursor/chats/<md5(resolved cwd)>/<id>/store.db`` (docs/design.md §6).
 
 Two ways to fill the readout:
 

@@ -1,7 +1,7 @@
 """Deep Agents writer: Snapshot -> ``checkpoint.json`` (portable seed) + ``prepare.py``.
 
 The native store is one shared SQLite database, so the export holds a portable
-readout instead of ``home/`` (DESIGN §6); its ``prepare.py``
+readout instead of ``home/`` (docs/design.md §6); its ``prepare.py``
 (``prepare_thread.py`` here) writes the thread with the real ``langgraph`` /
 ``deepagents`` packages in the layout a real run makes (an input checkpoint
 and a ``messages`` write), which ``dcode threads list`` counts right before and
