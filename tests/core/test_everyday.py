@@ -547,3 +547,34 @@ def test_reading_shows_bytes_read_on_a_terminal(monkeypatch: pytest.MonkeyPatch)
     assert " MB" in shown.getvalue()
     # not a terminal (as under pytest): nothing at all
     assert isinstance(main._reading_progress(GROK_SESSION), contextlib.nullcontext)
+
+
+def test_ctrl_c_during_archive_with_jobs_is_130_and_leaves_no_spool(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    home = tmp_path / "home" / ".grok" / "sessions"
+    for i in range(60):  # enough sessions that the run is interrupted half way
+        shutil.copytree(GROK_SESSION, home / f"g{i}" / GROK_SESSION.name)
+    spools = tmp_path / "tmp"
+    spools.mkdir()
+    store = tmp_path / "store"
+    argv = ["archive", str(store), "--harness", "grok", "--home", str(tmp_path / "home")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trajconv.cli.main", *argv, "--jobs", "2"],
+        env={**os.environ, "TMPDIR": str(spools)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a terminal's Ctrl-C reaches it
+    )
+    deadline = time.monotonic() + 120
+    while not list(store.glob("snapshots/*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
+    assert err.decode().strip().splitlines()[-1] == "trajconv: interrupted"
+    assert "Traceback" not in err.decode()
+    assert list(spools.iterdir()) == []
+    code, _, _ = run("verify", str(store))  # what was stored before the interrupt verifies
+    assert code == 0
