@@ -59,12 +59,13 @@ def newest_first(refs: Iterable[SessionRef]) -> list[SessionRef]:
     return sorted(refs, key=lambda r: r.updated_at or r.created_at or "", reverse=True)
 
 
-def unsupported_homes(user_home: Path) -> list[dict[str, Any]]:
-    """Harness folders under ``user_home`` whose harness has no registered codec."""
+def unsupported_homes(home: Path) -> list[dict[str, Any]]:
+    """Harness folders under ``home`` (a user home), or ``home`` itself (a harness folder),
+    whose harness has no registered codec."""
     registered = set(registry.names())
     rows = []
     for name, (folder, label) in KNOWN_HOMES.items():
-        place = user_home / folder
+        place = home if home.as_posix().endswith("/" + folder) else home / folder
         if name not in registered and place.is_dir():
             rows.append(
                 {

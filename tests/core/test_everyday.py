@@ -369,19 +369,25 @@ def test_ordinary_mistakes_are_named_without_traceback(
 
 
 def _homes(tmp_path: Path) -> dict[str, str | None]:
-    """A user home holding two Grok sessions, a Copilot one and a Claude Code folder (a
-    harness without a codec here); harness variables unset so the default homes are these."""
+    """A user home holding two Grok sessions, a Copilot one and the folder of a harness
+    without a codec; harness variables unset so the default homes are these."""
     home = tmp_path / "home"
     for case in ("multi-turn", "rewind"):
         src = FIXTURES / "grok" / case / "sessions"
         shutil.copytree(src, home / ".grok" / "sessions", dirs_exist_ok=True)
     shutil.copytree(FIXTURES / "copilot" / "multi-turn", home / ".copilot")
-    (home / ".claude" / "projects").mkdir(parents=True)
+    (home / ".nohow" / "projects").mkdir(parents=True)
     unset = ("GROK_HOME", "COPILOT_HOME", "CURSOR_CONFIG_DIR")
     return {"HOME": str(home), **dict.fromkeys(unset)}
 
 
-def test_discover_lists_newest_first_with_header_and_path(tmp_path: Path) -> None:
+def test_discover_lists_newest_first_with_header_and_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trajconv import find
+
+    # a harness no codec reads (the real table's entries get codecs as they are written)
+    monkeypatch.setitem(find.KNOWN_HOMES, "nohow", (".nohow", "Nohow Agent"))
     env = _homes(tmp_path)
     result = CliRunner().invoke(cli, ["discover"], env=env)
     assert result.exit_code == 0, result.output
@@ -390,7 +396,10 @@ def test_discover_lists_newest_first_with_header_and_path(tmp_path: Path) -> Non
     dates = [line.split()[2] for line in lines[1:]]
     assert len(dates) == 3 and dates == sorted(dates, reverse=True)
     assert all(line.split()[-1].startswith(env["HOME"]) for line in lines[1:])  # type: ignore[arg-type]
-    assert "# claude: Claude Code home found: not supported yet" in result.stderr
+    assert "# nohow: Nohow Agent home found: not supported yet" in result.stderr
+    assert "grok: Grok Build home found" not in result.stderr  # a codec reads it: listed
+    nohow = CliRunner().invoke(cli, ["discover", "--home", f"{env['HOME']}/.nohow"], env=env)
+    assert "# nohow: Nohow Agent home found: not supported yet" in nohow.stderr
     # filters
     out = CliRunner().invoke(cli, ["discover", "--json", "--limit", "1"], env=env).stdout
     (newest,) = json.loads(out)["sessions"]
