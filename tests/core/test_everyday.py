@@ -233,6 +233,16 @@ def test_prepare_finds_dcode_python_or_fails_in_dry_run_too(tmp_path: Path) -> N
     assert "would write thread" in dry.stdout and not (tmp_path / "h").exists()
 
 
+def test_a_deep_agents_thread_goes_to_cursor_with_its_checkpoints_named(tmp_path: Path) -> None:
+    """Checkpoint rows are Deep Agents' bookkeeping (kept in the Snapshot's artifacts); the
+    records hold the conversation, so Cursor gets it, and the read side names the rows."""
+    thread = FIXTURES / "deepagents" / "failed-tool"
+    code, out, err = run("convert", "--to", "cursor", str(thread), "-o", str(tmp_path / "o"))
+    assert code == 0, err
+    assert "read   info    compaction-state x" in err
+    assert "wrote cursor session" in out
+
+
 # -- exit codes, overwrite policy, ordinary mistakes --------------------------------------
 
 
