@@ -242,7 +242,10 @@ def codecs(as_json: bool) -> None:
 
 
 FORCE = click.option(
-    "--force", is_flag=True, help="replace an existing Snapshot file (-o, --snapshot)"
+    "--force",
+    is_flag=True,
+    help="replace an existing Snapshot file (read -o, convert --snapshot); "
+    "an export folder or an installed session is never replaced",
 )
 
 
