@@ -215,6 +215,7 @@ def _claims(name: str, path: Path) -> bool:
         root = fx.sessions_root(path)
         return (
             path.name == fx.SESSION_JSON
+            or (path.name == fx.EVENTS and (path.parent / fx.SESSION_JSON).is_file())
             or (path / fx.SESSION_JSON).is_file()
             or (root is not None and bool(fx.session_dirs(root)))
         )
@@ -234,7 +235,7 @@ def _claims(name: str, path: Path) -> bool:
         return (
             path.name in (deepagents.DB, deepagents.SEED)
             or (path / deepagents.SEED).is_file()
-            or deepagents.find_db(path) is not None
+            or (path.is_dir() and deepagents.find_db(path) is not None)
         )
     return False
 

@@ -597,3 +597,22 @@ def test_ctrl_c_during_archive_with_jobs_is_130_and_leaves_no_spool(tmp_path: Pa
     assert list(spools.iterdir()) == []
     code, _, _ = run("verify", str(store))  # what was stored before the interrupt verifies
     assert code == 0
+
+
+@pytest.mark.parametrize(
+    ("harness", "path"),
+    [
+        ("grok", GROK_SESSION),
+        ("grok", GROK_SESSION / "updates.jsonl"),
+        ("copilot", next((FIXTURES / "copilot" / "multi-turn").glob("session-state/*"))),
+        ("fx", next((FIXTURES / "fx" / "schema4-tools").glob(".fx/sessions/*/events.jsonl"))),
+        ("fx", FIXTURES / "fx" / "schema1-basic"),
+        ("cursor", FIXTURES / "cursor" / "multi-turn" / "store.db"),
+        ("deepagents", FIXTURES / "deepagents" / "multi-thread"),
+    ],
+    ids=["grok-folder", "grok-journal", "copilot", "fx-events", "fx-home", "cursor", "deepagents"],
+)
+def test_from_is_told_from_the_files(harness: str, path: Path) -> None:
+    from trajconv.find import detect
+
+    assert detect(path) == harness
