@@ -240,10 +240,28 @@ def _claims(name: str, path: Path) -> bool:
     return False
 
 
+def _codec_claims(codec: Codec, path: Path) -> bool:
+    """A codec's own ``claims(path)`` (on the codec, or in its package's ``layout``
+    module), else the table above for the built-in ones."""
+    import importlib
+
+    own = getattr(codec, "claims", None)
+    if not callable(own):
+        package = getattr(codec, "package", None)
+        try:
+            layout = importlib.import_module(f"{package}.layout") if package else None
+        except ImportError:
+            layout = None
+        own = getattr(layout, "claims", None)
+    if callable(own):
+        return bool(own(path))
+    return _claims(codec.name, path)
+
+
 def detect(path: Path) -> str:
     """The codec that reads ``path``, told from its files; a usage error when none or
     several claim it (then ``--from`` says)."""
-    names = [c.name for c in registry.all_codecs() if c.can_read and _claims(c.name, path)]
+    names = [c.name for c in registry.all_codecs() if c.can_read and _codec_claims(c, path)]
     if len(names) == 1:
         return names[0]
     if not names:

@@ -616,3 +616,20 @@ def test_from_is_told_from_the_files(harness: str, path: Path) -> None:
     from trajconv.find import detect
 
     assert detect(path) == harness
+
+
+def test_a_codec_can_claim_its_paths_from_its_layout_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from trajconv import find
+    from trajconv.codecs.base import LazyCodec
+
+    layout = types.ModuleType("nohow_codec.layout")
+    layout.claims = lambda path: path.name == "nohow.log"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nohow_codec", types.ModuleType("nohow_codec"))
+    monkeypatch.setitem(sys.modules, "nohow_codec.layout", layout)
+    codec = LazyCodec("nohow", (), "a third-party codec", "nohow_codec")
+    assert find._codec_claims(codec, tmp_path / "nohow.log")
+    assert not find._codec_claims(codec, GROK_SESSION)
