@@ -12,7 +12,7 @@ from typing import Any
 
 from trajconv.codecs import export as export_mod
 from trajconv.codecs import registry
-from trajconv.codecs.base import Codec, Export, Limits, SessionRef
+from trajconv.codecs.base import Codec, Export, ExportPlan, Limits, SessionRef
 from trajconv.errors import UsageError
 from trajconv.snapshot.models import Snapshot
 
@@ -28,7 +28,15 @@ def read(
     c = registry.get(harness)
     if not c.can_read:
         raise UsageError(f"the {c.name} codec cannot read")
-    return c.read(Path(path), session=session, limits=limits or Limits.from_env())
+    snap = c.read(Path(path), session=session, limits=limits or Limits.from_env())
+    if session is not None and snap.source.session_id != session:
+        # PATH was one session, which --session does not name: reading on would convert
+        # a session the user did not ask for
+        raise UsageError(
+            f"--session {session} does not match {path}, which is the {c.name} session "
+            f"{snap.source.session_id}"
+        )
+    return snap
 
 
 def write(
@@ -44,7 +52,27 @@ def write(
     if not c.can_write:
         raise UsageError(f"the {c.name} codec cannot write")
     plan = c.plan(snapshot, allow_lossy=allow_lossy, **options)
+    if allow_lossy:
+        _name_open_turn(snapshot, plan)
     return export_mod.emit(plan, Path(out_dir))
+
+
+#: What a lossy write leaves out or keeps unanswered, by diagnostic code.
+LOSSY_CODES = ("untranslated-pending-call", "untranslated-orphan-result", "unanswered-turn")
+
+
+def _name_open_turn(snapshot: Snapshot, plan: ExportPlan) -> None:
+    """Count an unfinished last turn a lossy write kept, so the user is told of it."""
+    from trajconv.codecs.base import continuity
+    from trajconv.snapshot.diagnostics import Diagnostics
+
+    found = continuity(snapshot)
+    if found.open_turn is None:
+        return
+    diags = Diagnostics()
+    diags.extend(plan.diagnostics)
+    diags.add("unanswered-turn", found.open_turn)
+    plan.diagnostics = diags.to_models()
 
 
 def convert(

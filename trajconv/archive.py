@@ -107,6 +107,10 @@ class Progress:
     done: int
     total: int
     counts: dict[str, int]
+    bytes_done: int = 0
+    """Native bytes of the sessions read so far (their size as listed)."""
+    bytes_total: int = 0
+    """Native bytes of every session to read (skipped ones left out)."""
 
 
 @dataclass
@@ -238,7 +242,10 @@ def _reads(
     # with at most 2 x jobs in flight so memory stays bounded on a large home.
     pending: dict[Future[tuple[Snapshot | None, str | None]], tuple[Codec, SessionRef, str]] = {}
     queue = iter(todo)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=get_context("spawn"), initializer=_ignore_interrupt
+    )
+    try:
         while True:
             while len(pending) < 2 * jobs:
                 item = next(queue, None)
@@ -253,6 +260,17 @@ def _reads(
             for fut in done:
                 c, ref, fp = pending.pop(fut)
                 yield (c, ref, fp, *fut.result())
+    finally:
+        # Ctrl-C reaches the workers too; they ignore it, finish the read in hand and
+        # remove its spool, and nothing queued starts.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupt() -> None:
+    """Worker processes leave Ctrl-C to the main process (no traceback from each)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def archive(
@@ -290,8 +308,11 @@ def archive(
                 summary.outcomes.append(Outcome(c.name, ref.session_id, "skipped"))
             else:
                 todo.append((c, ref, fp))
-        tick(Progress("archive", len(summary.outcomes), total, summary.counts))
+        size = sum(ref.size or 0 for _c, ref, _fp in todo)
+        done = 0
+        tick(Progress("archive", len(summary.outcomes), total, summary.counts, 0, size))
         for c, ref, fp, snap, error in _reads(todo, jobs, limits):
+            done += ref.size or 0
             if snap is None:
                 summary.outcomes.append(Outcome(c.name, ref.session_id, "failed", error=error))
             else:
@@ -309,7 +330,7 @@ def archive(
                         records=added.row.records,
                     )
                 )
-            tick(Progress("archive", len(summary.outcomes), total, summary.counts))
+            tick(Progress("archive", len(summary.outcomes), total, summary.counts, done, size))
     summary.seconds = time.monotonic() - started
     tick(Progress("done", len(summary.outcomes), total, summary.counts))
     return summary

@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
 EXIT_REFUSED = 3
+EXIT_INTERRUPTED = 130
 
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
@@ -20,6 +21,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_USAGE: "usage error: unknown command, codec, option or session",
     EXIT_REFUSED: "refused: the session cannot be continued truthfully in the target "
     "(use --allow-lossy), or writing would replace an existing file or session",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); nothing half-written is left behind",
 }
 
 

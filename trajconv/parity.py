@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from trajconv import api
+from trajconv.checkout import source_checkout
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec
-from trajconv.errors import RefusedError, TrajconvError
+from trajconv.errors import RefusedError, TrajconvError, UsageError
 from trajconv.snapshot.models import RECORD_KINDS, Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -370,8 +371,31 @@ def multi_hop(
 
 
 def load_evidence(evidence: Path = EVIDENCE) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((evidence / "parity.json").read_text("utf-8"))
+    """The committed evidence; an installed package carries a copy of it (package data)."""
+    path = evidence / "parity.json"
+    if evidence == EVIDENCE and source_checkout() is None:
+        from importlib import resources
+
+        packaged = resources.files("trajconv").joinpath("evidence", "parity.json")
+        if not packaged.is_file():
+            raise UsageError(
+                "this trajconv install carries no parity evidence; it is evidence/parity.json "
+                "and evidence/matrix.md in trajconv's source repository"
+            )
+        text = packaged.read_text("utf-8")
+    else:
+        text = path.read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
     return data
+
+
+def needs_checkout(what: str) -> None:
+    """``parity --write``/``--check`` run the fixtures, which only a source checkout has."""
+    if source_checkout() is None:
+        raise UsageError(
+            f"trajconv parity {what} runs the repository's fixtures: run it in a clone of "
+            "trajconv's source repository (pip install -e .)"
+        )
 
 
 def check(evidence: Path = EVIDENCE) -> list[str]:

@@ -122,7 +122,8 @@ def install(snapshot: Snapshot, harness: str, tmp: Path, user_home: Path) -> dic
     env = {**os.environ, "HOME": str(user_home)}
     # A database target's prepare.py may need the harness's own Python packages; the
     # loader installer keeps such environments under .tools/, so those are tried next.
-    pythons = [sys.executable, *sorted(str(p) for p in REPO.glob(".tools/*/bin/python"))]
+    tools = Path(os.environ.get("TRAJCONV_TOOLS") or REPO / ".tools")
+    pythons = [sys.executable, *sorted(str(p) for p in tools.glob("*/bin/python"))]
     errors = []
     for python in pythons:
         proc = subprocess.run(

@@ -501,9 +501,16 @@ def test_convert_from_a_stored_snapshot_and_by_session_id(home: Path, tmp_path: 
     assert json.loads(by_file.stdout)["snapshot_id"] == row.snapshot_id
     assert runner.invoke(cli, ["verify", str(doc_path)]).exit_code == 0
     assert load_input(doc_path).id == row.snapshot_id
-    # neither a Snapshot nor a store: --from is needed
+    # neither a Snapshot nor a store: the harness is told from its files (issue 24)
     result = runner.invoke(cli, ["convert", "--to", target, str(sdir), "-o", str(tmp_path / "d")])
-    assert result.exit_code == 2
+    assert result.exit_code == 0, result.output
+    assert "as grok (--from to say otherwise)" in result.stderr
+    # a folder no codec claims needs --from
+    (tmp_path / "plain").mkdir()
+    result = runner.invoke(
+        cli, ["convert", "--to", target, str(tmp_path / "plain"), "-o", str(tmp_path / "e")]
+    )
+    assert result.exit_code == 2 and "--from" in result.stderr
 
 
 # -- every registered codec --------------------------------------------------------------------

@@ -25,7 +25,7 @@ from trajconv.codecs import registry
 from trajconv.codecs.base import Limits
 from trajconv.codecs.copilot import CODEC, layout, native, writer
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError, LimitError, RefusedError, UnsafePathError
+from trajconv.errors import FormatError, LimitError, RefusedError, UnsafePathError, UsageError
 from trajconv.parity import DROP_CODES
 from trajconv.snapshot import io
 from trajconv.snapshot.models import Snapshot
@@ -153,7 +153,8 @@ def test_an_invalid_line_in_the_middle_and_a_broken_chain(tmp_path: Path) -> Non
     ("middle", "tail", "encoding", "code"),
     [
         (b"not json at all\n", b"", "utf8", "invalid-line"),
-        (b'{"type": "\xff"}\n', b"", "base64", "invalid-line"),
+        # kept, its bad byte replaced and counted (issue 24: never lost silently)
+        (b'{"type": "\xff"}\n', b"", "base64", "replaced-bytes"),
         (
             b"",
             '{"type": "user.message", "data": {"content": "日'.encode()[:-1],
@@ -240,7 +241,7 @@ def test_homes_with_many_sessions_need_session(tmp_path: Path) -> None:
     for case in ("multi-turn", "compaction"):
         src = session_dir(COPILOT / case)
         shutil.copytree(src, tmp_path / ".copilot" / "session-state" / src.name)
-    with pytest.raises(FormatError, match="--session"):
+    with pytest.raises(UsageError, match="--session"):
         read(tmp_path)
     snap = read(tmp_path, session="8a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d")
     assert snap.session.title == "Repository layout"
@@ -249,7 +250,7 @@ def test_homes_with_many_sessions_need_session(tmp_path: Path) -> None:
         ("3f9d2c1e-5b7a-4c8e-9a1d-2e6f4b8c0d17", "What is in src/?", "/work/demo"),
         ("8a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "Repository layout", "/work/demo"),
     }
-    with pytest.raises(FormatError, match="no session"):
+    with pytest.raises(UsageError, match="no session"):
         read(tmp_path, session="00000000-0000-4000-8000-000000000000")
 
 

@@ -34,7 +34,7 @@ def test_exit_code_table_matches_the_one_module() -> None:
 
     text = (REPO / "README.md").read_text()
     table = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
-    rows = dict(re.findall(r"^\| (\d) \| (.+?) \|$", table, flags=re.M))
+    rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", table, flags=re.M))
     assert {int(k) for k in rows} == set(EXIT_CODES)
     for code, meaning in EXIT_CODES.items():
         assert rows[str(code)].replace("`", "") == meaning

@@ -87,3 +87,26 @@ def test_sdk_reads_lowered_store(tmp_path: Path) -> None:
         ("assistant", "One test fails."),
     )
     assert result.meta_changed_keys == ()
+
+
+def test_sdk_opens_an_untitled_chat_without_rewriting_its_name(tmp_path: Path) -> None:
+    """Cursor's parser requires meta["0"].name and fills in its default when it is missing;
+    the writer puts that default there itself, so the store opens unchanged (issue 24)."""
+    _node()
+    from test_cursor_writer import _built
+
+    export = emit(CODEC.plan(_built(title=None)), tmp_path / "out")
+    assert "title-missing" in {d.code for d in export.diagnostics}
+    home = tmp_path / "home"
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "out" / "prepare.py"), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (store,) = home.glob(".cursor/chats/*/*/store.db")
+    result = loader.check(home, export.session_id, "/work/app")
+    assert result.ok, result.error
+    assert result.meta_changed_keys == ()
+    assert meta(store)["name"] == "New Agent"

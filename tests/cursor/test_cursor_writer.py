@@ -20,14 +20,14 @@ from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 
-def _built() -> Snapshot:
+def _built(title: str | None = "Fix tests") -> Snapshot:
     """A hand-built Snapshot from another harness (every record kind)."""
     b = SnapshotBuilder(
         Source(harness="grok", harness_version=None, session_id="s-1", locator="x/s-1"), "test/1"
     )
     b.session = Session(
         id="s-1",
-        title="Fix tests",
+        title=title,
         cwd="/work/app",
         model="m-1",
         created_at="2025-01-01T00:00:00.000Z",
@@ -82,10 +82,35 @@ def test_cursor_export_manifest(case: str, tmp_path: Path, snapshot: object) -> 
     assert export.resume_argv == ["cursor-agent", "--resume", AGENTS[case]]
 
 
-def test_compaction_state_refused_without_allow_lossy(tmp_path: Path) -> None:
+def test_compaction_state_written_back_whole_from_its_blobs() -> None:
+    plan = CODEC.plan(CODEC.read(fixture_store("compaction")))  # no refusal: nothing is lost
+    assert plan.notes[0] == "blobs written back unchanged from the Cursor source"
+
+
+def test_compaction_state_refused_by_name_when_rebuilt_from_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trajconv.codecs.cursor import writer
+
     snap = CODEC.read(fixture_store("compaction"))
-    with pytest.raises(RefusedError, match="allow-lossy"):
+    monkeypatch.setattr(writer, "_from_cursor", lambda _snap: None)  # blobs not in the Snapshot
+    with pytest.raises(RefusedError, match="allow-lossy") as refused:
         CODEC.plan(snap)
+    message = str(refused.value)
+    assert "root.summary (the compaction summary the model reads" in message
+    assert "the model would not see what it saw before" in message
+    notes = CODEC.plan(snap, allow_lossy=True).notes
+    assert any(n.startswith("--allow-lossy: left out the Cursor root state root.") for n in notes)
+
+
+def test_untitled_chat_gets_cursors_own_name_and_title_missing(tmp_path: Path) -> None:
+    export = emit(CODEC.plan(_built(title=None)), tmp_path / "out")
+    doc = json.loads(next((tmp_path / "out" / "cursor").glob("*.readout.json")).read_bytes())
+    assert doc["meta_decoded"]["name"] == "New Agent"  # meta["0"], as Cursor writes it
+    assert "title-missing" in {d.code for d in export.diagnostics}
+    # read back, Cursor's placeholder is no title: nothing invented
+    again = CODEC.read(next((tmp_path / "out" / "cursor").glob("*.readout.json")))
+    assert again.session.title is None
 
 
 @pytest.mark.parametrize("case", CASES)

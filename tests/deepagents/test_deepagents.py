@@ -22,7 +22,7 @@ from tests.deepagents.support import (
 from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
 from trajconv.codecs import export, registry
 from trajconv.codecs.deepagents import CODEC, layout
-from trajconv.errors import FormatError, RefusedError
+from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
 from trajconv.snapshot.diagnostics import REGISTRY
 
@@ -186,9 +186,9 @@ def test_discover_lists_every_thread() -> None:
 
 
 def test_reader_errors(tmp_path: Path) -> None:
-    with pytest.raises(FormatError, match="pick one with --session"):
+    with pytest.raises(UsageError, match="pick one with --session"):
         CODEC.read(DA / "multi-thread" / "sessions.db")
-    with pytest.raises(FormatError, match="did you mean"):
+    with pytest.raises(UsageError, match="did you mean"):
         CODEC.read(DA / "multi-thread" / "sessions.db", session="0a9f11")
     junk = tmp_path / "sessions.db"
     junk.write_bytes(b"not sqlite at all" * 100)

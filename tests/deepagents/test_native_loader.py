@@ -175,3 +175,36 @@ def test_prepare_refuses_an_existing_thread_and_dry_run_writes_nothing(
         timeout=120,
     )
     assert tampered.returncode == 1 and "sha256" in tampered.stderr
+
+
+def test_prepare_run_by_another_python_uses_dcodes(venv_python: Path, tmp_path: Path) -> None:
+    """`python OUT/prepare.py` in trajconv's own environment (no deepagents packages) finds
+    the installed dcode on PATH and installs with its python (issue 24)."""
+    import os
+    import sys
+
+    snap = trajconv_read_grok()
+    out = tmp_path / "out"
+    export.emit(CODEC.plan(snap), out)
+    home = tmp_path / "home"
+    env = {**os.environ, "PATH": f"{venv_python.parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, str(out / "prepare.py"), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"using the python of dcode, which has the deepagents packages: {venv_python}" in (
+        done.stdout
+    )
+    (listed,) = loader.list_threads(venv_python, home)
+    assert listed["thread_id"] == snap.source.session_id
+
+
+def trajconv_read_grok() -> Snapshot:
+    import trajconv
+
+    grok = next((FIXTURES / "grok" / "multi-turn").glob("sessions/*/*"))
+    return trajconv.read("grok", grok)

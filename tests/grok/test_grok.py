@@ -23,7 +23,7 @@ from tests.helpers import (
 from trajconv.codecs.base import continuity
 from trajconv.codecs.grok import layout
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError, RefusedError, UnsafePathError
+from trajconv.errors import RefusedError, UnsafePathError, UsageError
 from trajconv.snapshot import io
 
 GROK = FIXTURES / "grok"
@@ -138,7 +138,7 @@ def test_discover_lists_sessions_with_summary_only(tmp_path: Path) -> None:
 
 
 def test_a_home_with_many_sessions_needs_session(tmp_path: Path) -> None:
-    with pytest.raises(FormatError, match="--session"):
+    with pytest.raises(UsageError, match="--session"):  # exit 2, as in a store
         trajconv.read("grok", GROK / "subagent")
     snap = trajconv.read("grok", GROK / "subagent", session="019c0000-3333-7000-8000-000000000002")
     assert snap.source.locator.startswith("sessions/explore-")

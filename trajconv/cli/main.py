@@ -6,6 +6,7 @@ Exit codes come from :mod:`trajconv.errors` (0 ok, 1 bad input, 2 usage, 3 refus
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -14,13 +15,20 @@ from typing import Any, TypeVar
 
 import click
 
-from trajconv.errors import EXIT_CODES, EXIT_USAGE, TrajconvError
+from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _complete_harness(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of harness names (``trajconv codecs``)."""
+    from trajconv.codecs import registry
+
+    return [n for n in registry.names() if n.startswith(incomplete)]
 
 
 def limit_options(func: F) -> F:
@@ -54,7 +62,8 @@ def write_options(func: F) -> F:
     func = click.option(
         "--cwd",
         default=None,
-        help="working directory for targets that need one, when the source has none",
+        help="the session's working directory: for targets that need one when the source "
+        "has none; with a session id or --latest, only sessions of that folder",
     )(func)
     func = click.option(
         "--codex-model-provider",
@@ -91,7 +100,38 @@ def _diag_lines(diagnostics: Any, side: str) -> list[str]:
     return [f"  {side:<6} {d.severity:<7} {d.code} x{d.count}" for d in diagnostics]
 
 
-def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
+def _print_diagnostics(read: Any = (), written: Any = ()) -> None:
+    """Every command's diagnostics go to stderr, so stdout stays the result."""
+    lines = _diag_lines(read, "read") + _diag_lines(written, "write")
+    if lines:
+        click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
+        for line in lines:
+            click.echo(line, err=True)
+
+
+def _report_lossy(export: Any) -> None:
+    """What ``--allow-lossy`` left out or kept unanswered, by record id (on stderr)."""
+    from trajconv.api import LOSSY_CODES
+
+    found = [d for d in export.diagnostics if d.code in LOSSY_CODES]
+    notes = [n for n in export.manifest.get("notes", []) if n.startswith("--allow-lossy")]
+    if not found and not notes:
+        click.echo("--allow-lossy: nothing had to be left out", err=True)
+    for d in found:
+        more = f" and {d.count - len(d.samples)} more" if d.count > len(d.samples) else ""
+        click.echo(
+            f"--allow-lossy: {d.code} x{d.count} ({d.message}): {', '.join(d.samples)}{more}",
+            err=True,
+        )
+    for note in notes:
+        click.echo(note, err=True)
+
+
+def _report_export(
+    export: Any, as_json: bool, snapshot: Any = None, allow_lossy: bool = False
+) -> None:
+    if allow_lossy:
+        _report_lossy(export)
     if as_json:
         _emit_json(
             {
@@ -111,16 +151,41 @@ def _report_export(export: Any, as_json: bool, snapshot: Any = None) -> None:
     if export.installable:
         click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
         click.echo(f"  resume:    {resume}")
-        click.echo(f"  try first: HOME={shlex.quote(str(out / 'home'))} {resume}")
+        click.echo(f"  try first: {export.try_first()}")
     for note in export.manifest.get("notes", []):
         click.echo(f"  note:      {note}")
-    lines = (_diag_lines(snapshot.diagnostics, "read") if snapshot is not None else []) + (
-        _diag_lines(export.diagnostics, "write")
-    )
-    if lines:
-        click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):")
-        for line in lines:
-            click.echo(line)
+    _print_diagnostics(snapshot.diagnostics if snapshot is not None else (), export.diagnostics)
+
+
+def _check_new_file(path: Path, force: bool) -> None:
+    """A Snapshot file may be written at ``path``: checked before any reading is done."""
+    from trajconv.errors import RefusedError
+
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; name the Snapshot file to write")
+    if not path.parent.is_dir():
+        raise UsageError(f"{path}: the folder {path.parent} does not exist")
+    if path.exists() and not force:
+        raise RefusedError(f"{path} exists; refusing to replace it (pass --force to replace it)")
+
+
+def _dump_snapshot(snap: Any, path: Path, force: bool) -> None:
+    """Write a Snapshot file; an existing file is replaced only with ``--force``."""
+    from trajconv.snapshot import io
+
+    _check_new_file(path, force)
+    io.dump(snap, path)
+
+
+def _write_opts_for(target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The write options, refusing one that does not apply to ``target``."""
+    from trajconv.codecs import registry
+
+    opts = _write_opts(kwargs)
+    name = registry.get(target).name
+    if "fx_schema" in opts and name != "fx":
+        raise UsageError(f"--fx-schema applies to --to fx only, not to {name}")
+    return opts
 
 
 class _Cli(click.Group):
@@ -132,6 +197,26 @@ class _Cli(click.Group):
         except TrajconvError as exc:
             click.echo(f"trajconv: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            # spools are removed as their owners unwind; an export is staged, never half
+            click.echo("trajconv: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_stdout()  # the reader (`| head`) has all it wanted
+            ctx.exit(0)
+        except OSError as exc:  # a file the user named: a folder, unreadable, disk full
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
+            ctx.exit(1)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (a test runner's buffer)
+        pass
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -143,7 +228,8 @@ def cli() -> None:
     another harness plus a prepare script, and resume it there.
 
     \b
-    Exit codes: 0 ok, 1 bad input, 2 usage error, 3 refused (not portable / would overwrite).
+    Exit codes: 0 ok, 1 bad input, 2 usage error, 3 refused (not portable / would overwrite),
+    130 interrupted.
     """
 
 
@@ -173,31 +259,67 @@ def codecs(as_json: bool) -> None:
         click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
 
 
+FORCE = click.option(
+    "--force",
+    is_flag=True,
+    help="replace an existing Snapshot file (read -o, convert --snapshot); "
+    "an export folder or an installed session is never replaced",
+)
+
+
 @cli.command()
-@click.option("--from", "source", required=True, help="harness the session comes from")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    shell_complete=_complete_harness,
+    help="harness the session comes from",
+)
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="Snapshot file (default: stdout)"
+    "-o",
+    "--out",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    help="Snapshot file (default: stdout); an existing one is kept unless --force",
 )
 @click.option("--session", default=None, help="session id inside a home or store holding several")
+@FORCE
 @limit_options
-def read(source: str, path: Path, output: Path | None, session: str | None, **kw: Any) -> None:
-    """Read a native session into a Snapshot."""
+def read(
+    source: str, path: Path, output: Path | None, session: str | None, force: bool, **kw: Any
+) -> None:
+    """Read a native session into a Snapshot (its diagnostics on stderr)."""
     import trajconv
     from trajconv.snapshot import io
 
-    snap = trajconv.read(source, path, session=session, limits=_limits(kw))
+    if output is not None:
+        _check_new_file(output, force)
+    with _reading_progress(path):
+        snap = trajconv.read(source, path, session=session, limits=_limits(kw))
     if output is None:
         io.write(snap, sys.stdout.buffer)
     else:
-        io.dump(snap, output)
+        _dump_snapshot(snap, output, force)
         click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
+    _print_diagnostics(snap.diagnostics)
 
 
 @cli.command()
-@click.option("--to", "target", required=True, help="harness to write for")
+@click.option(
+    "--to", "target", required=True, shell_complete=_complete_harness, help="harness to write for"
+)
 @click.argument("snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="export folder")
+@click.option(
+    "-o",
+    "--out",
+    "--output",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="export folder (a new one)",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @write_options
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
@@ -206,8 +328,9 @@ def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> N
     from trajconv.snapshot.archive import load_input
 
     snap = load_input(snapshot)  # a Snapshot in a store gets its artifacts from the store
-    export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
-    _report_export(export, as_json)
+    lossy = kw.pop("allow_lossy")
+    export = trajconv.write(snap, target, out, allow_lossy=lossy, **_write_opts_for(target, kw))
+    _report_export(export, as_json, allow_lossy=lossy)
 
 
 def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
@@ -238,18 +361,87 @@ def _sniff_snapshot(path: Path) -> bool:
     return head.lstrip().startswith(b"{") and b'"trajconv.snapshot/' in head
 
 
+def _convert_source(
+    source: str | None,
+    path: str | None,
+    session: str | None,
+    latest: bool,
+    cwd: str | None,
+    limits: Any,
+) -> Any:
+    """The Snapshot ``convert`` starts from: a path (its harness told by ``--from`` or by
+    its files), a Snapshot file or store, or a session found by id, prefix or recency."""
+    import trajconv
+    from trajconv import find
+
+    if source is not None and source.strip().lower() == "snapshot":
+        return _snapshot_input(Path(path or "."), session, source)
+    given = Path(path) if path is not None else None
+    if given is not None and given.exists():
+        if source is None:
+            stored = _is_store(given) if given.is_dir() else _sniff_snapshot(given)
+            if stored:
+                return _snapshot_input(given, session, None)
+            source = find.detect(given)
+            click.echo(f"reading {given} as {source} (--from to say otherwise)", err=True)
+        return trajconv.read(source, given, session=session, limits=limits)
+    if path is not None and ("/" in path or path.startswith(".")):
+        raise UsageError(f"{path}: no such file or folder")
+    query = path if path is not None else session
+    ref = find.pick(query, latest=latest, cwd=cwd, harnesses=[source] if source else None)
+    click.echo(f"found {find.describe(ref)}", err=True)
+    return trajconv.read(ref.harness, ref.path, session=ref.session_id, limits=limits)
+
+
+def _is_store(path: Path) -> bool:
+    from trajconv.snapshot.archive import is_store
+
+    return is_store(path)
+
+
+def _install(export: Any, home: Path | None, as_json: bool) -> None:
+    """Run the export's prepare.py into ``home`` (default: the real one); it refuses to
+    replace a session. Its output goes to stderr when stdout carries JSON."""
+    import subprocess
+
+    argv = [sys.executable, str(export.out_dir / "prepare.py")]
+    if home is not None:
+        argv += ["--home", str(home)]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
+    click.echo(done.stdout, nl=False, err=as_json)
+    if done.returncode != 0:
+        sys.exit(done.returncode)
+
+
 @cli.command()
 @click.option(
     "--from",
     "source",
     default=None,
-    help="harness the session comes from; leave out (or say 'snapshot') when PATH is "
-    "a Snapshot file or an archive store",
+    shell_complete=_complete_harness,
+    help="harness the session comes from; told from PATH's files when left out, and "
+    "not needed (or 'snapshot') when PATH is a Snapshot file or an archive store",
 )
-@click.option("--to", "target", required=True, help="harness to write for")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="export folder")
+@click.option(
+    "--to", "target", required=True, shell_complete=_complete_harness, help="harness to write for"
+)
+@click.argument("path", required=False)
+@click.option(
+    "-o",
+    "--out",
+    "--output",
+    "out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="export folder (with --install, a new temporary one when left out)",
+)
 @click.option("--session", default=None, help="session id inside a home or store holding several")
+@click.option(
+    "--latest",
+    is_flag=True,
+    help="the newest session of the default homes (with --from and --cwd: of that harness, "
+    "of that folder)",
+)
 @click.option(
     "--snapshot",
     "snapshot_out",
@@ -257,36 +449,73 @@ def _sniff_snapshot(path: Path) -> bool:
     default=None,
     help="also keep the Snapshot in this file",
 )
+@click.option(
+    "--install",
+    is_flag=True,
+    help="also install the export (run its prepare.py) into your home or --home; "
+    "refuses to replace a session",
+)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="with --install: the home to install into (default: yours)",
+)
+@FORCE
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @write_options
 @limit_options
 def convert(
     source: str | None,
     target: str,
-    path: Path,
-    out: Path,
+    path: str | None,
+    out: Path | None,
     session: str | None,
+    latest: bool,
     snapshot_out: Path | None,
+    install: bool,
+    home: Path | None,
+    force: bool,
     as_json: bool,
     **kw: Any,
 ) -> None:
-    """Read a native session and write it for another harness (read, then write).
+    """Read a session and write it for another harness (read, then write).
 
-    PATH may also be a Snapshot file or an archive store (with --session: a session
-    id, whose latest Snapshot is used, or a Snapshot id); --from is then not needed.
+    \b
+    PATH is a native session, a native home (with --session), a Snapshot file
+    or an archive store (with --session: a session id, whose latest Snapshot is
+    used, or a Snapshot id). In place of PATH: a session id or a unique prefix of
+    one, or --latest; the default homes of every codec are searched (--from and
+    --cwd narrow the search). --from is told from PATH's files when left out.
+    \b
+    --install writes the export and installs it in one step, then prints the
+    command that resumes the session.
     """
-    import trajconv
-    from trajconv.snapshot import io
+    import tempfile
 
+    import trajconv
+
+    if out is None:
+        if not install:
+            raise UsageError("name the export folder with -o OUT (or pass --install)")
+        out = Path(tempfile.mkdtemp(prefix="trajconv-export-")) / "export"
+    if home is not None and not install:
+        raise UsageError("--home applies to --install only")
     limits = _limits(kw)
-    if source is None or source.strip().lower() == "snapshot":
-        snap = _snapshot_input(path, session, source)
-    else:
-        snap = trajconv.read(source, path, session=session, limits=limits)
+    opts = _write_opts_for(target, kw)
+    if "cwd" in opts:  # `--cwd .` picks sessions of this folder; a target needs it whole
+        opts["cwd"] = os.path.abspath(opts["cwd"])
+    lossy = kw.pop("allow_lossy")
     if snapshot_out is not None:
-        io.dump(snap, snapshot_out)
-    export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
-    _report_export(export, as_json, snap)
+        _check_new_file(snapshot_out, force)
+    with _reading_progress(Path(path) if path else None):
+        snap = _convert_source(source, path, session, latest, opts.get("cwd"), limits)
+        if snapshot_out is not None:
+            _dump_snapshot(snap, snapshot_out, force)
+        export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
+    _report_export(export, as_json, snap, allow_lossy=lossy)
+    if install:
+        _install(export, home, as_json)
 
 
 @cli.command()
@@ -395,14 +624,18 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
     """Install an export (runs OUT/prepare.py with the same options)."""
     import subprocess
 
-    from trajconv.errors import UsageError
+    from trajconv.codecs.export import MANIFEST
 
-    if not (out / "prepare.py").is_file() and (out / "trajconv-export.json").is_file():
+    if not (out / MANIFEST).is_file():
+        raise UsageError(
+            f"{out} is not a trajconv export (no {MANIFEST}); "
+            "`trajconv write` or `convert` makes one"
+        )
+    if not (out / "prepare.py").is_file():
         raise UsageError(
             f"{out} is a document export (nothing installs it); convert it on with "
             "trajconv convert --from <its format> --to HARNESS"
         )
-
     argv = [sys.executable, str(out / "prepare.py")]
     if home is not None:
         argv += ["--home", str(home)]
@@ -444,49 +677,75 @@ def diagnostics(as_json: bool) -> None:
         click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
 
 
+def _harness_option(help_text: str, multiple: bool = False) -> Callable[[F], F]:
+    """``--harness NAME``, completing the registered names; repeated only where several
+    make sense (a repeated single one is a usage error, not a silent last-one-wins)."""
+
+    def once(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not multiple and isinstance(value, tuple):
+            if len(value) > 1:
+                raise click.BadParameter(f"given {len(value)} times; name one harness")
+            return value[0] if value else None
+        return value
+
+    return click.option(
+        "--harness",
+        default=None,
+        multiple=True,
+        callback=once,
+        shell_complete=_complete_harness,
+        help=help_text,
+    )
+
+
 @cli.command()
-@click.option("--harness", default=None, help="only this harness")
+@_harness_option("only this harness (repeat for several)", multiple=True)
 @click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="native home to list instead of the default one",
+    help="list this home (a user home, or a harness folder such as ~/.grok) instead of "
+    "the default ones",
 )
+@click.option("--cwd", default=None, help="only sessions whose working directory is this one")
+@click.option(
+    "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
+)
+@click.option("--grep", "grep", default=None, help="only sessions whose title holds TEXT")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="at most N sessions")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def discover(harness: str | None, home: Path | None, as_json: bool) -> None:
-    """List sessions in native homes."""
-    from trajconv.codecs import registry
+def discover(
+    harness: tuple[str, ...],
+    home: Path | None,
+    cwd: str | None,
+    since: str | None,
+    grep: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """List sessions in native homes, newest first, with the path to pass to `convert`.
 
-    codecs_ = [registry.get(harness)] if harness else registry.all_codecs()
-    rows: list[dict[str, Any]] = []
-    coverage: list[dict[str, Any]] = []
-    for c in codecs_:
-        if not c.can_discover:
-            continue
-        root = home if home is not None else c.default_home()
-        if not root.exists():
-            coverage.append({"harness": c.name, "home": str(root), "status": "missing root"})
-            continue
-        try:
-            refs = c.discover(root)
-        except (OSError, TrajconvError) as exc:
-            coverage.append(
-                {"harness": c.name, "home": str(root), "status": f"unreadable root: {exc}"}
-            )
-            continue
-        coverage.append(
-            {"harness": c.name, "home": str(root), "status": "listable", "sessions": len(refs)}
-        )
-        rows.extend(r.to_json() for r in refs)
+    A home of a harness trajconv has no codec for is named as found but not supported.
+    """
+    from trajconv import find
+
+    listing = find.list_sessions(harness or None, home)
+    since_at = find.parse_since(since) if since is not None else None
+    refs = find.select(listing.sessions, cwd=cwd, since=since_at, grep=grep)[:limit]
+    rows = [r.to_json() for r in refs]
     if as_json:
-        _emit_json({"coverage": coverage, "sessions": rows})
+        _emit_json({"coverage": listing.coverage, "sessions": rows})
         return
+    if rows:
+        click.echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
     for r in rows:
+        title = r["title"] or "-"
+        title = title if len(title) <= 30 else title[:29] + "…"
         click.echo(
-            f"{r['harness']:<10} {r['session_id']:<40} {r['updated_at'] or '-':<25} "
-            f"{r['title'] or '-'}"
+            f"{r['harness']:<10} {r['session_id']:<40} "
+            f"{r['updated_at'] or r['created_at'] or '-':<24} {title:<30} {r['path']}"
         )
-    for cov in coverage:
+    for cov in listing.coverage:
         extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
         click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
 
@@ -517,6 +776,8 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     """Which harness pairs are supported, and how each claim was verified."""
     from trajconv import parity as parity_mod
 
+    if check_ or write_:
+        parity_mod.needs_checkout("--check" if check_ else "--write")
     if check_:
         problems = parity_mod.check()
         if as_json:
@@ -611,16 +872,18 @@ def _archive_progress(enabled: bool) -> Any:
         TextColumn("archive"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[size]}"),
         TextColumn("{task.fields[counts]}"),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
     )
-    task = bar.add_task("archive", total=None, counts="discovering")
+    task = bar.add_task("archive", total=None, counts="discovering", size="")
 
     def tick(p: Any) -> None:
         counts = "  ".join(f"{k} {v}" for k, v in p.counts.items() if v)
-        bar.update(task, completed=p.done, total=p.total or None, counts=counts)
+        size = f"{_mb(p.bytes_done)}/{_mb(p.bytes_total)} MB" if p.bytes_total else ""
+        bar.update(task, completed=p.done, total=p.total or None, counts=counts, size=size)
 
     @contextlib.contextmanager
     def running() -> Any:
@@ -630,9 +893,61 @@ def _archive_progress(enabled: bool) -> Any:
     return running()
 
 
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f}"
+
+
+def _bytes_read() -> int | None:
+    """Bytes this process has read so far (Linux ``/proc/self/io``), else ``None``."""
+    try:
+        with open("/proc/self/io", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _reading_progress(path: Path | None, console: Any = None) -> Any:
+    """On a terminal, a line on stderr with the bytes read while a session is read and
+    written (``read``, ``convert``); a no-op elsewhere."""
+    import contextlib
+    import threading
+
+    if console is None:
+        if not sys.stderr.isatty():
+            return contextlib.nullcontext()
+        from rich.console import Console
+
+        console = Console(stderr=True)
+    start = _bytes_read()
+
+    @contextlib.contextmanager
+    def running() -> Any:
+        stop = threading.Event()
+        with console.status(f"reading {path or 'the session'}") as status:
+
+            def update() -> None:
+                while not stop.wait(0.2):
+                    now = _bytes_read()
+                    if start is not None and now is not None:
+                        status.update(f"reading {path or 'the session'}: {_mb(now - start)} MB")
+
+            worker = threading.Thread(target=update, daemon=True)
+            worker.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                worker.join()
+
+    return running()
+
+
 @archive.command("run")
 @click.argument("store", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--harness", default=None, help="only this harness")
+@_harness_option("only this harness")
 @click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
@@ -753,6 +1068,8 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
             f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)"
         )
         return
+    if not file.parent.is_dir():
+        raise UsageError(f"{file}: the folder {file.parent} does not exist")
     moved = export_store(store, file)
     if as_json:
         _emit_json(moved.to_json())

@@ -1,4 +1,4 @@
-"""The codec protocol (DESIGN §5) and what every codec shares.
+"""The codec protocol (docs/design.md §5) and what every codec shares.
 
 A codec binds a harness's reader, writer and discovery. ``CODEC`` objects are
 registered under the ``trajconv.codecs`` entry-point group and loaded lazily;
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from trajconv.errors import LimitError, UnsafePathError
+from trajconv.errors import LimitError, UnsafePathError, UsageError
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
     from trajconv.snapshot.models import Diagnostic, Snapshot
@@ -42,11 +42,17 @@ class Limits:
     def from_env(cls, **overrides: int | None) -> Limits:
         values: dict[str, int] = {}
         for name in cls.__dataclass_fields__:
-            env = os.environ.get(f"TRAJCONV_{name.upper()}")
-            if env is not None and env.isdigit():
+            var = f"TRAJCONV_{name.upper()}"
+            env = os.environ.get(var)
+            if env is not None:
+                if not env.strip().isdigit() or int(env) < 1:
+                    raise UsageError(f"{var}={env!r}: a limit is a whole number above 0")
                 values[name] = int(env)
             given = overrides.get(name)
             if given is not None:
+                if given < 1:
+                    flag = "--" + name.replace("_", "-")
+                    raise UsageError(f"{flag} {given}: a limit is a whole number above 0")
                 values[name] = given
         return cls(**values)
 
@@ -135,6 +141,9 @@ class ExportPlan:
     """False for a document format (ATIF) that no harness resumes from: the export has no
     ``prepare.py``, and its manifest names no prepare or resume command."""
     notes: list[str] = field(default_factory=list)
+    try_home: str | None = "home"
+    """OUT-relative folder to use as HOME to try the export before installing it; ``None``
+    when there is none (a database target's session exists once prepare.py wrote it)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,18 @@ class Export:
     def installable(self) -> bool:
         """Whether the export has a ``prepare.py`` that installs it into a home."""
         return self.manifest["prepare"] is not None
+
+    def try_first(self) -> str:
+        """A shell line that tries the export without touching the real home."""
+        import shlex
+
+        resume = " ".join(shlex.quote(a) for a in self.resume_argv)
+        out = self.out_dir.resolve()
+        home = self.manifest["resume"].get("home")
+        if home:
+            return f"HOME={shlex.quote(str(out / home))} {resume}"
+        prepare = shlex.quote(str(out / "prepare.py"))
+        return f'H=$(mktemp -d) && python {prepare} --home "$H" && HOME="$H" {resume}'
 
 
 @runtime_checkable

@@ -1,4 +1,4 @@
-"""The one export writer every codec uses (DESIGN §6).
+"""The one export writer every codec uses (docs/design.md §6).
 
 ``emit`` writes ``OUT/trajconv-export.json``, the ``home/`` tree (or a codec's
 readout) and ``prepare.py`` into a hidden staging folder beside OUT and renames
@@ -42,7 +42,7 @@ def _manifest(plan: ExportPlan, files: list[tuple[ExportFile, str, int]]) -> dic
         "dirs": [{"path": p, "mode": f"{m:04o}"} for p, m in sorted(plan.dir_modes.items())],
         "session_paths": plan.session_paths,
         "prepare": {"argv": ["python", "prepare.py"]} if plan.installable else None,
-        "resume": {"argv": plan.resume_argv, "home": "home"} if plan.installable else None,
+        "resume": {"argv": plan.resume_argv, "home": plan.try_home} if plan.installable else None,
         "notes": plan.notes,
         "diagnostics": [d.model_dump(mode="json") for d in plan.diagnostics],
         "producer": {"name": "trajconv", "version": __version__},

@@ -1,9 +1,13 @@
 """Line-oriented JSON logs, read the way the harnesses themselves read them.
 
 Shared by every codec whose store is a JSONL journal. Blank lines, torn lines
-(a write cut short: not complete JSON) and invalid lines (not UTF-8, or JSON
-that is not an object) are counted with their line numbers and skipped; the
-rest is yielded one object at a time.
+(a write cut short: not complete JSON) and invalid lines (JSON that is not an
+object) are counted with their line numbers and skipped; the rest is yielded
+one object at a time. A line that parses once a UTF-8 byte-order mark is
+stripped, or once its bytes that are not UTF-8 are replaced by U+FFFD, is kept
+and counted (``bom-stripped``, ``replaced-bytes``): it is often the user's
+prompt, and dropping it would lose the conversation silently. A UTF-16 journal
+is an error that says so (its lines would otherwise all be skipped).
 """
 
 from __future__ import annotations
@@ -74,6 +78,47 @@ def iter_file_objects(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Like :func:`iter_objects` for the file at ``path``, read in chunks (never whole)."""
     return _objects(_file_lines(path, limits.max_line_bytes), name, diags, limits, utf8)
+
+
+_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def check_not_utf16(head: bytes | memoryview, file: str | Path) -> None:
+    """Refuse a journal whose first line is UTF-16 (a byte-order mark or NUL-padded ASCII)."""
+    start = bytes(head[:64])
+    # ASCII text in UTF-16 has a NUL in every other byte
+    nul_padded = len(start) >= 4 and 0 in (max(start[0::2]), max(start[1::2]))
+    if start.startswith(_UTF16_BOMS) or nul_padded:
+        raise FormatError(
+            file,
+            "the journal is UTF-16 encoded; harnesses write UTF-8 JSON lines "
+            "(re-encode it, e.g. iconv -f UTF-16 -t UTF-8)",
+            line=1,
+        )
+
+
+def salvage(raw: bytes | memoryview) -> tuple[Any, str] | None:
+    """Parse a line that did not parse as it is: without a UTF-8 byte-order mark, or with
+    the bytes that are not UTF-8 replaced. Returns the value and the diagnostic code that
+    says which, or ``None`` when the line still is not JSON."""
+    line = bytes(raw)
+    code = "replaced-bytes"
+    if line.startswith(_BOM):
+        line = line[len(_BOM) :]
+        code = "bom-stripped"
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        line = line.decode("utf-8", errors="replace").encode("utf-8")
+        code = "replaced-bytes"
+    else:
+        if code != "bom-stripped":
+            return None  # valid UTF-8 without a mark: the JSON itself is broken
+    try:
+        return orjson.loads(line), code
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _split_lines(data: bytes) -> Iterator[memoryview]:
@@ -148,15 +193,23 @@ def _objects(
             if not line.strip():
                 diags.add("blank-line", f"{name}:{number}")
                 continue
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                diags.add("invalid-line", f"{name}:{number}")
-                if utf8 is not None:
-                    utf8.ok = False
+            if number == 1:
+                check_not_utf16(line, name)
+            saved = salvage(line)
+            if saved is None:
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    diags.add("invalid-line", f"{name}:{number}")
+                    if utf8 is not None:
+                        utf8.ok = False
+                    continue
+                diags.add("torn-line", f"{name}:{number}")
                 continue
-            diags.add("torn-line", f"{name}:{number}")
-            continue
+            value, code = saved
+            diags.add(code, f"{name}:{number}")
+            if code == "replaced-bytes" and utf8 is not None:
+                utf8.ok = False
         if not isinstance(value, dict):
             diags.add("invalid-line", f"{name}:{number}")
             continue

@@ -9,11 +9,19 @@ from pathlib import Path
 
 
 def tools_dir() -> Path:
-    """Where pinned native loaders are installed (git-ignored); ``TRAJCONV_TOOLS`` overrides."""
+    """Where pinned native loaders are installed: ``TRAJCONV_TOOLS``, else a source
+    checkout's git-ignored ``.tools/``, else the user's cache folder (never site-packages)."""
+    from trajconv.checkout import source_checkout
+
     env = os.environ.get("TRAJCONV_TOOLS")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / ".tools"
+    checkout = source_checkout()
+    if checkout is not None:
+        return checkout / ".tools"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("trajconv")) / "tools"
 
 
 LOADERS: tuple[str, ...] = (

@@ -4,7 +4,7 @@ A store is a folder (format ``trajconv.store/1``)::
 
     STORE/trajconv-store.json    marker: {"format": "trajconv.store/1"}
     STORE/snapshots/<hex>.json   a Snapshot whose artifacts leave ``data`` out; its id is
-                                 the same either way (DESIGN §2, §3)
+                                 the same either way (docs/design.md §2, §3)
     STORE/artifacts/<sha256>     the bytes of every artifact, once per digest
     STORE/index.sqlite           one row per archived Snapshot of a session
     STORE/tmp/                   files being written; anything left there is an unfinished write
@@ -183,7 +183,7 @@ def relation_of(
     ``hash_at(i)``: ``current``'s record hash at position ``i``.
 
     ``extends`` when the previous record chain is a prefix of the new one: the old
-    last record hash equals the new record hash at the same position (DESIGN §3).
+    last record hash equals the new record hash at the same position (docs/design.md §3).
     Session facts (title, ``updated_at``) are not in the chain head, so a harness that
     updates them as the session grows still extends it. The second value says whether
     source or session facts changed.

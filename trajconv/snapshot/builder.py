@@ -1,6 +1,6 @@
 """Build a Snapshot: readers add records and artifacts in order, the builder hashes.
 
-Readers call ``add_*`` as they parse; ``build`` computes the chain (DESIGN §3)
+Readers call ``add_*`` as they parse; ``build`` computes the chain (docs/design.md §3)
 in one pass and returns the frozen Snapshot. Record ids and times come from the
 reader; the builder never invents either.
 """
@@ -316,7 +316,7 @@ class SnapshotBuilder:
         if self._hold is not None:
             below = min(below, self._hold)
         if self._head_source is None:
-            # The chain starts from the source (DESIGN §3), which a reader may complete
+            # The chain starts from the source (docs/design.md §3), which a reader may complete
             # from the first native event (a harness version); a change after this point
             # costs build() one more pass over the spooled records.
             self._head_source = self.source

@@ -1,4 +1,4 @@
-"""The diagnostics registry (DESIGN §4): every code, its severity and meaning, in one place.
+"""The diagnostics registry (docs/design.md §4): every code, its severity and meaning, in one place.
 
 Reader codes say what was not projected into records; ``units=True`` marks the
 codes whose count is a number of native units (lines, events, blobs, messages),
@@ -128,6 +128,18 @@ _CODES: tuple[Code, ...] = (
         "native ids repeat, so record ids come from positions",
         units=False,
     ),
+    _r(
+        "replaced-bytes",
+        "warning",
+        "line with bytes that are not UTF-8, kept with each such byte replaced by U+FFFD",
+        units=False,
+    ),
+    _r(
+        "bom-stripped",
+        "info",
+        "line starting with a UTF-8 byte-order mark, kept without the mark",
+        units=False,
+    ),
     _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
     _r(
         "pending-writes",
@@ -186,6 +198,12 @@ _CODES: tuple[Code, ...] = (
         "tool result moved next to its call, where the target needs it",
     ),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
+    _w(
+        "unanswered-turn",
+        "warning",
+        "the last turn has no final answer and was written so (--allow-lossy); "
+        "the target sees it unanswered",
+    ),
     _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
     _w(
         "timestamps-synthesized",

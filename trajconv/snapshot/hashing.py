@@ -1,4 +1,4 @@
-"""Canonical JSON and the Snapshot hash chain (DESIGN §3).
+"""Canonical JSON and the Snapshot hash chain (docs/design.md §3).
 
 Canonical JSON is RFC 8785 (JCS). The ``rfc8785`` package is the reference; values
 made only of objects with keys below U+E000, arrays, strings, booleans, null and
@@ -94,7 +94,7 @@ def _as_doubles(value: Any) -> Any:
 def header_digest(fmt: str, source: Mapping[str, Any]) -> bytes:
     """The chain head: which session of which harness, not its changing facts.
 
-    DESIGN §3 hashed ``session`` into the head too, but harnesses update a session's
+    A first design hashed ``session`` into the head too, but harnesses update a session's
     facts (``updated_at``, a generated title) as it grows, which changed every record
     hash and hid that the old chain is a prefix of the new one. The facts stay in the
     Snapshot id; the chain is the records (docs/design-notes.md).

@@ -1,4 +1,4 @@
-"""Pydantic models of the central Snapshot, format ``trajconv.snapshot/1`` (DESIGN §2).
+"""Pydantic models of the central Snapshot, format ``trajconv.snapshot/1`` (docs/design.md §2).
 
 Frozen models, a discriminated union on ``kind`` and a closed vocabulary. No
 harness-specific field belongs here: what no record can express stays as bytes

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trajconv.codecs.base import safe_component
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, UsageError
 
 SESSION_STATE = "session-state"
 HISTORY_STATE = "history-session-state"
@@ -141,8 +141,8 @@ def resolve(path: Path, session: str | None) -> SessionPaths:
             return found[0]
         if not found and (home / HISTORY_STATE).is_dir():
             raise _legacy(home / HISTORY_STATE)
-        raise FormatError(
-            path, "this is a Copilot home with many sessions; pick one with --session ID"
+        raise UsageError(
+            f"{path}: this is a Copilot home with many sessions; pick one with --session ID"
         )
     safe_component(session, "session id", path)
     for ref in sessions(home):
@@ -154,4 +154,4 @@ def resolve(path: Path, session: str | None) -> SessionPaths:
             match = _HISTORY_NAME.match(entry.name)
             if match and match.group("id") == session:
                 raise _legacy(entry)
-    raise FormatError(path, f"no session {session!r} under {home / SESSION_STATE}")
+    raise UsageError(f"no session {session!r} under {home / SESSION_STATE}")

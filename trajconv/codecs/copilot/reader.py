@@ -33,7 +33,7 @@ import orjson
 
 from trajconv.codecs.base import Limits, json_depth_ok
 from trajconv.codecs.copilot import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, read_bounded
+from trajconv.codecs.jsonl import Utf8Tally, check_not_utf16, read_bounded, salvage
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -345,7 +345,11 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
                 # The CLI skips empty, whitespace-only and NUL-only lines (spec §5).
                 if not raw.strip(b" \t\r\n\x00"):
                     state.diag("blank-line", number)
-                else:
+                    continue
+                if number == 1:
+                    check_not_utf16(raw, state.file)
+                saved = salvage(raw)
+                if saved is None:
                     if utf8.ok:
                         try:
                             raw.decode("utf-8")
@@ -353,7 +357,11 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
                             utf8.ok = False
                     # Only an unterminated last line is a torn write; anything else is invalid.
                     state.diag("invalid-line" if terminated else "torn-line", number)
-                continue
+                    continue
+                value, code = saved
+                state.diag(code, number)
+                if code == "replaced-bytes":
+                    utf8.ok = False
             except RecursionError:
                 raise LimitError(state.file, "max_json_depth", max_depth, line=number) from None
             # A value cannot nest deeper than the line has '[' and '{' bytes, so the walk

@@ -33,7 +33,6 @@ def discover(home: Path) -> list[SessionRef]:
                 opened.tmp.cleanup()
         if not meta.get("latestRootBlobId"):
             continue  # Cursor deletes empty stores on close; nothing to read
-        name = meta.get("name")
         created = meta.get("createdAt")
         agent = meta.get("agentId")
         refs.append(
@@ -41,7 +40,7 @@ def discover(home: Path) -> list[SessionRef]:
                 harness="cursor",
                 session_id=agent if isinstance(agent, str) and agent else store.parent.name,
                 path=store,
-                title=name if isinstance(name, str) and name else None,
+                title=native.title_of(meta),
                 cwd=None,  # only the md5 of the cwd is in the path; the root blob holds it
                 created_at=time_from_ms(created)
                 if isinstance(created, int | float) and not isinstance(created, bool)

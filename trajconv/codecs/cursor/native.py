@@ -45,6 +45,18 @@ from trajconv.errors import FormatError
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
 
 META_KEY = "0"
+#: meta["0"].name of a chat nobody titled: Cursor writes its default there (spec section 3)
+#: and its parser requires the field, so a writer puts it there and a reader reads it as
+#: no title
+UNTITLED = "New Agent"
+
+
+def title_of(meta: dict[str, Any]) -> str | None:
+    """The chat's title from meta["0"]; ``None`` for none or Cursor's untitled default."""
+    name = meta.get("name")
+    return name if isinstance(name, str) and name and name != UNTITLED else None
+
+
 #: meta["0"] keys that are credentials; never kept (spec section 3: sent as a request header)
 SECRET_META_KEYS = frozenset({"blobEncryptionKey"})
 #: documented, non-secret meta["0"] keys (spec section 3); others are kept as-is in the readout

@@ -253,7 +253,7 @@ def session_of(store: native.CursorStore) -> Session:
     sub = meta.get("subagentInfo")
     return Session(
         id=store.agent_id,
-        title=_str(meta.get("name")),
+        title=native.title_of(meta),
         cwd=store.cwd,
         model=None if model == "default" else model,  # "default" is not a model (section 3)
         branch=None,

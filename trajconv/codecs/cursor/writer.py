@@ -4,7 +4,7 @@ Cursor keeps a chat in a SQLite database, so the export holds the portable
 readout (format ``cursor-agent-sqlite-readout-v1``: every meta row, every blob
 base64, the source records under ``provenance``) and a stdlib-only
 ``prepare.py`` that verifies every blob hash and builds
-``~/.cursor/chats/<md5(resolved cwd)>/<id>/store.db`` (DESIGN section 6).
+``~/.cursor/chats/<md5(resolved cwd)>/<id>/store.db`` (docs/design.md §6).
 
 Two ways to fill the readout:
 
@@ -53,6 +53,47 @@ Blobs = Callable[[], Iterator[tuple[str, bytes]]]
 #: Root state kinds a reader reports that Cursor cannot be handed back truthfully
 #: without the original blobs (compaction archives, subagents, branches).
 STATE_CODES = ("compaction-state",)
+
+#: What each root field of a Cursor chat (``reader.root_state_items``) is to the model,
+#: for a refusal a user can act on.
+ROOT_STATE = {
+    "summary": "the compaction summary the model reads in place of earlier messages",
+    "summary_archive": "an archived compaction summary",
+    "summary_archives": "archived compaction summaries",
+    "self_summary_count": "how often the chat summarised itself",
+    "message_count_at_last_compaction": "where the last compaction cut the conversation",
+    "subagent_states": "subagent conversations",
+    "subagent_state_refs": "subagent conversations (by reference)",
+    "active_branch_name": "the branch the chat is on",
+    "goal_state": "the chat's goal",
+}
+
+
+def _check_root_state(snapshot: Snapshot, allow_lossy: bool, notes: list[str]) -> None:
+    """Refuse a Cursor chat whose root state the records cannot rebuild, naming each field.
+
+    Only a Cursor source has such state: another harness's compaction or checkpoint rows
+    (``compaction-state`` too) are its own bookkeeping, kept in the Snapshot's artifacts,
+    and the records hold the conversation, so those are written and named, not refused.
+    """
+    named = [
+        s
+        for d in snapshot.diagnostics
+        if d.code in STATE_CODES
+        for s in d.samples
+        if s.startswith("root.")
+    ]
+    if snapshot.source.harness != "cursor" or not named:
+        return
+    what = "; ".join(f"{s} ({ROOT_STATE.get(s[5:], 'state Cursor keeps')})" for s in named)
+    if not allow_lossy:
+        raise RefusedError(
+            "refusing to write cursor: this Cursor chat's blobs are not all in the "
+            f"Snapshot, and its root state cannot be rebuilt from the records: {what}. "
+            "Continued without it, the model would not see what it saw before; pass "
+            "--allow-lossy to write the messages without it"
+        )
+    notes.append(f"--allow-lossy: left out the Cursor root state {what}")
 
 
 def prepare_script() -> str:
@@ -336,7 +377,8 @@ def _meta(
     meta: dict[str, Any] = {"agentId": agent, "latestRootBlobId": root_id}
     if session.title:
         meta["name"] = session.title
-    else:
+    else:  # what Cursor itself writes for an untitled chat; its parser requires the field
+        meta["name"] = native.UNTITLED
         diags.add("title-missing", "meta.name")
     created = _ms(session.created_at or first_time)
     if created is not None:
@@ -363,12 +405,6 @@ def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
     diags = Diagnostics()
-    state = [d for d in snapshot.diagnostics if d.code in STATE_CODES]
-    if state and not allow_lossy:
-        raise RefusedError(
-            "refusing to write cursor: the session holds root state this codec cannot "
-            f"continue ({', '.join(state[0].samples) or state[0].code}); pass --allow-lossy"
-        )
     drop = check_continuable(snapshot, "cursor", allow_lossy=allow_lossy)
     workdir = cwd or snapshot.session.cwd
     if not workdir:
@@ -379,6 +415,8 @@ def plan(
         agent = safe_component(str(meta.get("agentId") or snapshot.session.id), "agent id")
         notes = ["blobs written back unchanged from the Cursor source"]
     else:
+        notes = ["store built from the Snapshot records (field-1 messages, field-8 turns)"]
+        _check_root_state(snapshot, allow_lossy, notes)
         agent = safe_component(agent_id(snapshot, diags), "agent id")
         low = _Lowering(snapshot, diags, drop)
         for rec in snapshot.records:
@@ -386,7 +424,6 @@ def plan(
         root_id, blobs = low.finish(workdir)
         meta = _meta(snapshot, agent, root_id, low.first_time, diags)
         other_meta = {}
-        notes = ["store built from the Snapshot records (field-1 messages, field-8 turns)"]
 
     def readout() -> Iterator[bytes]:
         return native.readout_chunks(
@@ -411,5 +448,6 @@ def plan(
         resume_argv=["cursor-agent", "--resume", agent],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
+        try_home=None,  # the session exists once prepare.py wrote it into a home
         notes=notes,
     )

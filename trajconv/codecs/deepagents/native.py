@@ -153,7 +153,7 @@ def sort_key(w: DeepagentsWriteRow) -> tuple[str, str, int]:
 def open_store(db: Path) -> Iterator[sqlite3.Connection]:
     """Open ``sessions.db`` read-only; with a live WAL or a lock, read a private copy.
 
-    The original is never opened for writing (DESIGN §5). A copy of db + ``-wal``
+    The original is never opened for writing (docs/design.md §5). A copy of db + ``-wal``
     + ``-shm`` is what a reader of a store in use sees consistently.
     """
     wal = db.with_name(db.name + "-wal")

@@ -3,28 +3,32 @@
 
 usage: python prepare.py [--home DIR] [--dry-run]
 
-Run it with a python that has ``deepagents-code`` installed (the ``dcode``
-venv, e.g. ``.tools/deepagents-venv/bin/python``): it uses the real
-``langgraph`` and ``deepagents`` packages to write the thread the way a real
-run does. Reads ``trajconv-export.json`` and ``checkpoint.json`` beside this
-file, checks their sha256, validates the seed, refuses a thread id that already
-exists (exit 3), then runs a one-node graph whose state is deepagents' own
-``DeepAgentState`` messages channel (a ``DeltaChannel``) with the messages as
-input, so they land as a ``messages`` write on an input checkpoint, as in a
-real run. ``dcode threads list`` then counts them and a continued conversation
-keeps them all (``shared/formats/native-loaders.md``, seeding experiment D/E).
-The checkpoint metadata carries ``agent_name``, ``cwd``, ``updated_at``,
-``git_branch`` and the ACP markers (``acp_session: true``), so ACP
-``session/load`` accepts the thread. No model is called. ``--dry-run`` prints
-the plan and writes nothing.
+It uses the real ``langgraph`` and ``deepagents`` packages to write the thread the way a
+real run does: run with a python that lacks them, it finds the python of the installed
+``dcode`` (its script's ``#!`` line; ``dcode`` on PATH) and runs itself with that one,
+and says so; with neither it fails, ``--dry-run`` too, naming what to run. Reads
+``trajconv-export.json`` and ``checkpoint.json`` beside this file, checks their sha256,
+validates the seed, refuses a thread id that already exists (exit 3), then runs a one-
+node graph whose state is deepagents' own ``DeepAgentState`` messages channel (a
+``DeltaChannel``) with the messages as input, so they land as a ``messages`` write on an
+input checkpoint, as in a real run. ``dcode threads list`` then counts them and a
+continued conversation keeps them all (``shared/formats/native-loaders.md``, seeding
+experiment D/E). The checkpoint metadata carries ``agent_name``, ``cwd``,
+``updated_at``, ``git_branch`` and the ACP markers (``acp_session: true``), so ACP
+``session/load`` accepts the thread. No model is called. ``--dry-run`` prints the plan
+and writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -35,11 +39,41 @@ SEED_FORMAT = "trajconv.deepagents-seed/1"
 DB_REL = Path(".deepagents") / ".state" / "sessions.db"
 NODE = "trajconv_import"
 TYPES = ("human", "ai", "tool", "system")
+PACKAGES = ("deepagents", "langgraph", "langgraph.checkpoint.sqlite", "langchain_core")
 HINT = (
     "this prepare needs the deepagents-code packages (langgraph, deepagents, "
-    "langgraph-checkpoint-sqlite); run it with the python of a dcode install, e.g. "
-    ".tools/deepagents-venv/bin/python prepare.py"
+    "langgraph-checkpoint-sqlite) and found no dcode on PATH whose python has them; "
+    "install dcode (pip install deepagents-code) or run it with that python: "
+    "/path/to/dcode-venv/bin/python prepare.py"
 )
+_PROBE = "import " + ", ".join(PACKAGES)
+
+
+def has_packages() -> bool:
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in PACKAGES)
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def dcode_python() -> str | None:
+    """The python of the ``dcode`` on PATH, when it has the packages (a venv's script
+    names its python on its ``#!`` line)."""
+    dcode = shutil.which("dcode")
+    if dcode is None:
+        return None
+    try:
+        with open(dcode, "rb") as fh:
+            first = fh.readline(4096).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    python = first[2:].strip().split(" ")[0]
+    if not python or not os.access(python, os.X_OK):
+        return None
+    probe = subprocess.run([python, "-c", _PROBE], capture_output=True, check=False)
+    return python if probe.returncode == 0 else None
 
 
 def fail(code: int, message: str) -> NoReturn:
@@ -172,16 +206,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, default=Path.home(), help="home to install into")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     args = parser.parse_args(argv)
+    own = has_packages()
+    python = None if own else dcode_python()
+    if not own and python is None:
+        fail(1, HINT)
     seed = check_files()
     db = args.home.expanduser().resolve() / DB_REL
     tid = seed["thread_id"]
     if thread_exists(db, tid):
         fail(3, f"refusing to replace existing thread {tid} in {db}")
     n = len(seed["messages"])
+    if python is not None:
+        print(f"using the python of dcode, which has the deepagents packages: {python}")
     if args.dry_run:
         print(f"would write thread {tid} ({n} messages, cwd {seed['cwd']}) into {db}")
         print(f"dry run: nothing written; resume with: dcode -r {tid}")
         return 0
+    if python is not None:
+        sys.stdout.flush()
+        again = [python, str(Path(__file__).resolve()), "--home", str(args.home)]
+        return subprocess.call(again)
     install(db, seed)
     if not thread_exists(db, tid):
         fail(1, f"thread {tid} is not in {db} after writing")

@@ -40,7 +40,7 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.deepagents import layout, native
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, UsageError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
 
@@ -694,12 +694,12 @@ def _pick(threads: list[str], session: str | None, db: Path) -> str:
             return session
         close = [t for t in threads if t.startswith(session)]
         hint = f"; did you mean {close[0]}?" if len(close) == 1 else ""
-        raise FormatError(db, f"no thread {session!r} in this store{hint}")
+        raise UsageError(f"{db}: no thread {session!r} in this store{hint}")
     if len(threads) == 1:
         return threads[0]
     if not threads:
         raise FormatError(db, "the store holds no thread")
-    raise FormatError(db, f"the store holds {len(threads)} threads; pick one with --session ID")
+    raise UsageError(f"{db}: the store holds {len(threads)} threads; pick one with --session ID")
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:

@@ -1,7 +1,7 @@
 """The portable Deep Agents seed, ``checkpoint.json`` (format ``trajconv.deepagents-seed/1``).
 
 The writer emits it instead of a ``home/`` tree because the native store is a
-shared SQLite database (DESIGN §6); ``prepare.py`` turns it into rows with the
+shared SQLite database (docs/design.md §6); ``prepare.py`` turns it into rows with the
 real ``langgraph`` / ``deepagents`` packages. Fields:
 
 ``format``, ``snapshot_id``, ``thread_id``, ``checkpoint_ns`` (always ``""``),

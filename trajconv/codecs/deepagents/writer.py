@@ -1,7 +1,7 @@
 """Deep Agents writer: Snapshot -> ``checkpoint.json`` (portable seed) + ``prepare.py``.
 
 The native store is one shared SQLite database, so the export holds a portable
-readout instead of ``home/`` (DESIGN §6); its ``prepare.py``
+readout instead of ``home/`` (docs/design.md §6); its ``prepare.py``
 (``prepare_thread.py`` here) writes the thread with the real ``langgraph`` /
 ``deepagents`` packages in the layout a real run makes (an input checkpoint
 and a ``messages`` write), which ``dcode threads list`` counts right before and
@@ -286,9 +286,10 @@ def plan(
         resume_argv=["dcode", "-r", tid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
+        try_home=None,  # the session exists once prepare.py wrote it into a home
         notes=[
-            "run prepare.py with the python of a deepagents-code install "
-            "(it imports langgraph and deepagents), e.g. .tools/deepagents-venv/bin/python",
+            "prepare.py imports langgraph and deepagents: it uses the python of the dcode "
+            "on PATH when the one running it lacks them",
             f"the thread lands in ~/{layout.ROOT}/{layout.DB_REL}; "
             f"ACP clients load it with session/load cwd={workdir}",
         ],

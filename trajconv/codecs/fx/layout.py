@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from trajconv.codecs.base import safe_component
-from trajconv.errors import FormatError, UnsafePathError
+from trajconv.errors import FormatError, UnsafePathError, UsageError
 
 FX_DIR = ".fx"
 SESSIONS = "sessions"
@@ -100,9 +100,9 @@ def resolve(path: Path, session: str | None) -> Path:
         dirs = session_dirs(root)
         if len(dirs) == 1:
             return dirs[0]
-        raise FormatError(path, "this fx home holds several sessions; pick one with --session ID")
+        raise UsageError(f"{path}: this fx home holds several sessions; pick one with --session ID")
     check_session_id(session, path)
     sdir = root / session
     if sdir.is_dir() and not sdir.is_symlink() and (sdir / SESSION_JSON).is_file():
         return sdir
-    raise FormatError(path, f"no session {session!r} under {root}")
+    raise UsageError(f"no session {session!r} under {root}")

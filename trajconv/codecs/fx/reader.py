@@ -68,7 +68,7 @@ def _str(value: Any) -> str | None:
 
 
 def _arguments(text: Any) -> Any:
-    """Parsed ``arguments_json``, or ``{"_raw": text}`` when it is not JSON (DESIGN §2)."""
+    """Parsed ``arguments_json``, or ``{"_raw": text}`` when it is not JSON (docs/design.md §2)."""
     if not isinstance(text, str):
         return {"_raw": ""}
     try:

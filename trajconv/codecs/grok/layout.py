@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from trajconv.codecs.base import safe_component
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, UsageError
 
 SESSIONS = "sessions"
 UPDATES = "updates.jsonl"
@@ -23,11 +23,22 @@ SUMMARY = "summary.json"
 CHAT_HISTORY = "chat_history.jsonl"
 CWD_FILE = ".cwd"
 MAX_NAME = 255
+HOME_DIRNAME = ".grok"
 
 
 def default_home() -> Path:
     env = os.environ.get("GROK_HOME")
-    return Path(env) if env else Path.home() / ".grok"
+    return Path(env) if env else Path.home() / HOME_DIRNAME
+
+
+def grok_home_of(path: Path) -> Path | None:
+    """``path`` itself when it is a Grok home (holds ``sessions/``), its ``.grok`` child
+    when it is a user home, else ``None``: ``--home`` takes either."""
+    if (path / SESSIONS).is_dir():
+        return path
+    if (path / HOME_DIRNAME / SESSIONS).is_dir():
+        return path / HOME_DIRNAME
+    return None
 
 
 def encode_cwd(cwd: str) -> str:
@@ -66,10 +77,12 @@ def is_uuid(value: str) -> bool:
 
 
 def session_dirs(home: Path) -> list[Path]:
-    """Session folders two levels below ``<home>/sessions``, as Grok walks them."""
-    root = home / SESSIONS
-    if not root.is_dir():
+    """Session folders two levels below ``<home>/sessions``, as Grok walks them (``home``
+    may also be the user home holding ``.grok``)."""
+    grok_home = grok_home_of(home)
+    if grok_home is None:
         return []
+    root = grok_home / SESSIONS
     found = []
     for group in sorted(root.iterdir()):
         if not group.is_dir() or group.is_symlink():
@@ -88,15 +101,18 @@ def resolve(path: Path, session: str | None) -> Path:
         raise FormatError(path, f"not a Grok session: expected a folder or {UPDATES}")
     if (path / UPDATES).is_file() or (path / SUMMARY).is_file():
         return path
-    home = path if (path / SESSIONS).is_dir() else path.parent if path.name == SESSIONS else None
+    home = grok_home_of(path) or (path.parent if path.name == SESSIONS else None)
     if home is None:
         raise FormatError(path, f"not a Grok session folder or home (no {UPDATES}, no {SESSIONS}/)")
     if session is None:
-        raise FormatError(
-            path, "this is a Grok home with many sessions; pick one with --session ID"
+        dirs = session_dirs(home)
+        if len(dirs) == 1:
+            return dirs[0]
+        raise UsageError(
+            f"{path}: this Grok home holds {len(dirs)} sessions; pick one with --session ID"
         )
     safe_component(session, "session id", path)
     for sdir in session_dirs(home):
         if sdir.name == session:
             return sdir
-    raise FormatError(path, f"no session {session!r} under {home / SESSIONS}")
+    raise UsageError(f"no session {session!r} under {home / SESSIONS}")

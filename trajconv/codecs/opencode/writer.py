@@ -386,6 +386,7 @@ def plan(
         resume_argv=["opencode", "--session", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
+        try_home=None,  # a readout: the session exists once prepare.py imported it into a home
         notes=[
             f"{DOCUMENT} is the document `opencode export` prints; prepare.py installs it with "
             "the real CLI's own `opencode import` (OpenCode must be on PATH, or pass "
