@@ -34,6 +34,10 @@ class Limits:
     """Nesting depth of one JSON value."""
     max_records: int = 10_000_000
     """Records in one Snapshot."""
+    max_expansion: int = 8
+    """What a reader may expand one native session into, as a multiple of the native bytes
+    it read (at least :data:`EXPANSION_FLOOR`): a Cursor message blob referenced N times
+    counts N times, so a small store cannot become a huge Snapshot."""
     stream_json_bytes: int = 8 * 1024**2
     """A JSON document larger than this is parsed as a stream (fx schema 1/2 ``session.json``,
     which holds the whole history), not whole."""
@@ -53,6 +57,16 @@ class Limits:
     def check(self, name: str, value: int, file: str | Path, line: int | None = None) -> None:
         if value > getattr(self, name):
             raise LimitError(file, name, getattr(self, name), line=line)
+
+    def check_expansion(self, expanded: int, read: int, file: str | Path) -> None:
+        """``expanded`` bytes projected from ``read`` native bytes: over
+        ``max_expansion`` times ``max(read, EXPANSION_FLOOR)`` is a LimitError."""
+        if expanded > self.max_expansion * max(read, EXPANSION_FLOOR):
+            raise LimitError(file, "max_expansion", self.max_expansion)
+
+
+EXPANSION_FLOOR = 16 * 1024**2
+"""The native size ``max_expansion`` multiplies for a session smaller than this."""
 
 
 def json_depth_ok(value: Any, limit: int) -> bool:

@@ -317,7 +317,7 @@ class Store:
             cls._atomic_write(root, root / MARKER, lambda handle: handle.write(marker), _ok)
             write = True
         try:
-            fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
+            fmt = orjson.loads(_read_capped(root / MARKER, _MARKER_MAX) or b"null").get("format")
         except (OSError, orjson.JSONDecodeError, AttributeError):
             fmt = None
         if fmt != STORE_FORMAT:
@@ -676,6 +676,20 @@ def _checked_in(root: Path) -> StoredCheck:
     return check
 
 
+_MARKER_MAX = 4096
+_WHOLE_DOCUMENT = 256 << 20
+"""A stored Snapshot that does not verify as it streams is parsed whole to name its
+problem, only up to this size (what a store writes streams; issue 25)."""
+
+
+def _read_capped(path: Path, cap: int) -> bytes | None:
+    """The file's bytes when it holds at most ``cap`` of them, else ``None``: a file
+    read whole is never read past its cap."""
+    with path.open("rb") as handle:
+        data = handle.read(cap + 1)
+    return data if len(data) <= cap else None
+
+
 def _sha256_file(path: Path) -> tuple[str, int]:
     digest = hashlib.sha256()
     size = 0
@@ -722,7 +736,7 @@ def verify_store(root: Path) -> StoreReport:
     root = Path(root)
     report = StoreReport(path=str(root))
     try:
-        fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
+        fmt = orjson.loads(_read_capped(root / MARKER, _MARKER_MAX) or b"null").get("format")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         fmt = None
     if fmt != STORE_FORMAT:
@@ -777,7 +791,14 @@ def verify_store(root: Path) -> StoreReport:
             doc_id, digests = found.id, found.digests
         else:
             try:
-                doc = snapio.parse_document(path.read_bytes(), rel)
+                data = _read_capped(path, _WHOLE_DOCUMENT)
+                if data is None:
+                    raise FormatError(
+                        rel,
+                        f"not laid out as trajconv writes a Snapshot, and over {_WHOLE_DOCUMENT} "
+                        "bytes to parse whole",
+                    )
+                doc = snapio.parse_document(data, rel)
                 snapio.validate_document(doc, rel)
             except (FormatError, OSError) as exc:
                 report.problems.append(str(exc))
@@ -996,7 +1017,7 @@ def import_store(file: Path, root: Path) -> Moved:
                     handle = tar.extractfile(member)
                     assert handle is not None
                     if rel == EXPORT_MANIFEST:
-                        manifest = orjson.loads(handle.read())
+                        manifest = orjson.loads(_manifest_bytes(handle, len(seen), file))
                         continue
                     if rel not in (MARKER, INDEX) and not _MEMBER.fullmatch(rel):
                         raise FormatError(file, f"damaged export: unexpected member {member.name}")
@@ -1033,6 +1054,23 @@ def import_store(file: Path, root: Path) -> Moved:
         snapshots=report.snapshots,
         index_rows=report.index_rows,
     )
+
+
+_MANIFEST_BASE = 4096
+_MANIFEST_PER_FILE = 512  # an entry takes about 170 bytes as export_store writes it
+
+
+def _manifest_bytes(handle: IO[bytes], files: int, file: Path) -> bytes:
+    """The manifest member, read whole only up to a size in proportion to the files
+    before it (it is the last member): a 1.5 MB export whose manifest was 1.5 GB of
+    whitespace took 3 GB of memory (issue 25)."""
+    cap = _MANIFEST_BASE + _MANIFEST_PER_FILE * (files + 1)
+    data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise FormatError(
+            file, f"damaged export: {EXPORT_MANIFEST} is over {cap} bytes for {files} files"
+        )
+    return data
 
 
 def _check_manifest(file: Path, manifest: Any, seen: Mapping[str, tuple[str, int]]) -> None:

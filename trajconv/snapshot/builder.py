@@ -413,6 +413,11 @@ class SnapshotBuilder:
     def has_artifact(self, name: str) -> bool:
         return self._artifacts.find(name) is not None
 
+    def artifact_size(self, name: str) -> int | None:
+        """The size of the artifact kept as ``name`` (after stripping), or ``None``."""
+        i = self._artifacts.find(name)
+        return None if i is None else self._artifacts.entry(i)[3]
+
     def add_artifact(self, name: str, media_type: str, data: bytes) -> Blob:
         """Keep a small native file's bytes; JSON and YAML lose credential-looking members.
 
