@@ -28,7 +28,7 @@ from typing import Any
 
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
-from trajconv.errors import RefusedError, TrajconvError
+from trajconv.errors import NoSpaceError, RefusedError, TrajconvError
 from trajconv.snapshot.archive import Store
 from trajconv.snapshot.models import Snapshot
 
@@ -295,7 +295,15 @@ def archive(
             if snap is None:
                 summary.outcomes.append(Outcome(c.name, ref.session_id, "failed", error=error))
             else:
-                added = store.add(snap, harness=c.name, session_id=ref.session_id, fingerprint=fp)
+                try:
+                    added = store.add(
+                        snap, harness=c.name, session_id=ref.session_id, fingerprint=fp
+                    )
+                except NoSpaceError as exc:  # no half entry: its files went, no row
+                    summary.outcomes.append(
+                        Outcome(c.name, ref.session_id, "failed", error=str(exc))
+                    )
+                    continue
                 summary.snapshots_written += int(added.snapshot_written)
                 summary.artifacts_written += added.artifacts_written
                 summary.bytes_written += added.bytes_written

@@ -3,13 +3,20 @@ traceback. Each test failed on the code before its fix; see ``hostile.py``."""
 
 from __future__ import annotations
 
+import errno
+import os
+import resource
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
+from tests.helpers import FIXTURES
 from tests.robustness.hostile import (
     CASES,
     amplified_cursor_store,
@@ -20,6 +27,14 @@ from trajconv.codecs.base import Limits
 from trajconv.errors import FormatError, LimitError
 
 F = TypeVar("F", bound=Callable[..., None])
+GROK = (
+    FIXTURES
+    / "grok"
+    / "multi-turn"
+    / "sessions"
+    / "%2Fsrv%2Fdemo"
+    / "019c0000-1111-7000-8000-00000000abcd"
+)
 
 
 def hostile(what: str) -> Callable[[F], F]:
@@ -121,3 +136,151 @@ def test_import_manifest_read_is_capped(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 16 << 20, peak
+
+
+def _enospc_after(limit: int) -> Callable[[Any], Any]:
+    """A stand-in for a file handle's ``write`` that fills up after ``limit`` bytes."""
+    written = [0]
+
+    def wrap(write: Any) -> Any:
+        def full(data: Any) -> Any:
+            written[0] += len(data)
+            if written[0] > limit:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return write(data)
+
+        return full
+
+    return wrap
+
+
+@hostile(
+    "-o on a full disk (ENOSPC after 1 KB, simulated): `read -o` and `write -o` say which "
+    "path filled up, exit 1, no traceback, nothing half-written (was a raw OSError traceback)"
+)
+def test_full_output_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from trajconv.cli.main import cli
+    from trajconv.snapshot import io
+
+    real_write = io.write
+    fill = _enospc_after(1024)
+
+    def full_write(snapshot: Any, stream: Any, **kw: Any) -> None:
+        class Full:
+            write = staticmethod(fill(stream.write))
+
+        real_write(snapshot, Full(), **kw)  # type: ignore[arg-type]
+
+    out = tmp_path / "snap.json"
+    monkeypatch.setattr(io, "write", full_write)
+    result = CliRunner().invoke(cli, ["read", "--from", "grok", str(GROK), "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert f"{out}: cannot write: No space left on device" in result.output
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+
+    snap_file = tmp_path / "ok.json"
+    assert CliRunner().invoke(cli, ["read", "--from", "grok", str(GROK), "-o", str(snap_file)])
+    export = tmp_path / "export"
+    import trajconv.codecs.export as export_mod
+
+    real_file = export_mod._write_file
+
+    def full_file(staging: Path, f: Any) -> Any:
+        if f.path == "prepare.py":  # the other files are written: the disk fills up now
+            (staging / f.path).write_bytes(b"#")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_file(staging, f)
+
+    monkeypatch.setattr(export_mod, "_write_file", full_file)
+    result = CliRunner().invoke(cli, ["write", "--to", "fx", str(snap_file), "-o", str(export)])
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert f"{export}: cannot write: No space left on device" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.json"]
+
+
+@hostile(
+    "$TMPDIR full while reading (a 2 KB file-size rlimit in a subprocess): the error names "
+    "$TMPDIR, not the native file, exit 1, no traceback (was `<journal>: cannot read: File "
+    "too large`)"
+)
+def test_full_tmpdir_is_named(tmp_path: Path) -> None:
+    spool = tmp_path / "spool"
+    spool.mkdir()
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "trajconv.cli.main", "read", "--from", "grok", str(GROK)],
+        env={**os.environ, "TMPDIR": str(spool), "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        preexec_fn=small_files,
+        timeout=120,
+        check=False,
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    assert f"trajconv: error: {spool}: cannot write: File too large" in err, err
+    assert str(GROK) not in err
+
+
+@hostile(
+    "archive store full (ENOSPC writing a Snapshot, simulated): that session is failed with "
+    "the store named, no half entry (tmp/ empty, no row), the next run archives it"
+)
+def test_full_store_fails_the_session_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.archive.support import grok_home
+    from trajconv.archive import archive
+    from trajconv.snapshot import io
+    from trajconv.snapshot.archive import Store
+
+    home = grok_home(tmp_path / "home", ["multi-turn"])
+    store = tmp_path / "store"
+    real_write = io.write
+
+    def full_write(snapshot: Any, stream: Any, **kw: Any) -> None:
+        stream.write(b"{")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(io, "write", full_write)
+    summary = archive(store, harness="grok", home=home)
+    monkeypatch.setattr(io, "write", real_write)
+    [outcome] = summary.outcomes
+    assert outcome.status == "failed"
+    assert outcome.error is not None and f"{store}: cannot write" in outcome.error
+    assert list((store / "tmp").iterdir()) == []
+    assert list((store / "snapshots").iterdir()) == []
+    with Store.open(store) as opened:
+        assert opened.rows() == []
+    again = archive(store, harness="grok", home=home)
+    assert [o.status for o in again.outcomes] == ["first"]
+
+
+@hostile(
+    "a killed archive run's 0-byte file in the store's tmp/: removed by the next run "
+    "(was left for ever, and `verify` noted it each time)"
+)
+def test_killed_run_tmp_file_is_cleaned(tmp_path: Path) -> None:
+    from tests.archive.support import grok_home
+    from trajconv.archive import archive
+    from trajconv.snapshot.archive import verify_store
+
+    home = grok_home(tmp_path / "home", ["multi-turn"])
+    store = tmp_path / "store"
+    archive(store, harness="grok", home=home)
+    left = store / "tmp" / f"{'0' * 64}.json.4242.abcdef012345"
+    left.touch()
+    assert any("unfinished write" in n for n in verify_store(store).notes)
+    archive(store, harness="grok", home=home)
+    assert not left.exists()
+    assert not any("unfinished write" in n for n in verify_store(store).notes)

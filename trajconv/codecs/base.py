@@ -8,12 +8,13 @@ a codec module imports its reader and writer only when they are used.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from trajconv.errors import LimitError, UnsafePathError
+from trajconv.errors import LimitError, UnsafePathError, writing
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
     from trajconv.snapshot.models import Diagnostic, Snapshot
@@ -221,11 +222,17 @@ class LazyCodec:
     def read(
         self, path: Path, *, session: str | None = None, limits: Limits | None = None
     ) -> Snapshot:
-        snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
+        # A reader writes only into its spool under $TMPDIR: a full disk there is named so
+        # (a reader's own "cannot read" must not blame the native file for it).
+        with writing(tempfile.gettempdir()):
+            snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
         return snap
 
     def plan(self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:
-        plan: ExportPlan = self._fn("writer", "plan")(snapshot, allow_lossy=allow_lossy, **options)
+        with writing(tempfile.gettempdir()):
+            plan: ExportPlan = self._fn("writer", "plan")(
+                snapshot, allow_lossy=allow_lossy, **options
+            )
         return plan
 
 

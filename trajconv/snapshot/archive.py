@@ -23,6 +23,7 @@ The store knows no codec: it imports only ``trajconv.snapshot`` and
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io as _io
 import os
@@ -41,7 +42,14 @@ from typing import IO, Any, BinaryIO, Literal
 
 import orjson
 
-from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
+from trajconv.errors import (
+    FormatError,
+    NoSpaceError,
+    RefusedError,
+    UsageError,
+    VerifyError,
+    writing,
+)
 from trajconv.snapshot import hashing
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.builder import iso_ms
@@ -338,7 +346,19 @@ class Store:
         store = cls(root, conn, writable=write)
         if write:
             store._lock()
+            if store._lock_fd is not None:  # only while no other run can be writing
+                store._clean_tmp()
         return store
+
+    def _clean_tmp(self) -> None:
+        """Remove what a killed run left in ``tmp/`` (a write is whole or absent, so
+        nothing there is part of the store); safe under the lock, which no other run
+        holds now."""
+        tmpdir = self.root / TMP
+        for path in tmpdir.iterdir() if tmpdir.is_dir() else ():
+            if not path.is_dir() or path.is_symlink():  # a folder there is none of ours
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def _lock(self) -> None:
         if sys.platform == "win32":  # pragma: no cover
@@ -377,13 +397,15 @@ class Store:
         tmpdir = root / TMP
         tmpdir.mkdir(mode=0o700, exist_ok=True)
         tmp = tmpdir / f"{dest.name}.{os.getpid()}.{secrets.token_hex(6)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                write(handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-                size = handle.tell()
+            # a full disk names the store, and the temporary file goes (below)
+            with writing(root):
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    write(handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    size = handle.tell()
             check()
             os.replace(tmp, dest)
             return size
@@ -459,15 +481,20 @@ class Store:
             int(row.facts_changed),
             row.locator,
         )
-        self.conn.execute("BEGIN IMMEDIATE")
         try:
-            self.conn.execute(
-                f"INSERT INTO archived ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", values
-            )
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute(
+                    f"INSERT INTO archived ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", values
+                )
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_FULL:
+                raise
+            raise NoSpaceError(self.root / INDEX, OSError(errno.ENOSPC, str(exc))) from None
 
     # -- reading ---------------------------------------------------------------------
     @staticmethod

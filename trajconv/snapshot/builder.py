@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Literal, TypedDict
 
 from pydantic import JsonValue
 
-from trajconv.errors import FormatError, LimitError
+from trajconv.errors import NO_SPACE, FormatError, LimitError, NoSpaceError
 from trajconv.snapshot import hashing, secrets
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
@@ -485,6 +485,8 @@ class SnapshotBuilder:
                     if watch is not None:
                         watch(chunk)
         except OSError as exc:
+            if exc.errno in NO_SPACE:  # the copy's side: the spool folder filled up
+                raise NoSpaceError(self._spool.dir.parent, exc) from None
             raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
         return Blob(path=self._files[-1], size=out.size, keep=self._spool)
 

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, writing
 from trajconv.snapshot import hashing
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks, utf8_string_body
 from trajconv.snapshot.models import FORMAT, Snapshot
@@ -93,9 +93,15 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
 
 
 def dump(snapshot: Snapshot, path: Path) -> None:
+    """Write the Snapshot file at ``path`` via ``path.tmp``: whole or absent; a full disk
+    is a NoSpaceError naming ``path``."""
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        write(snapshot, fh)
+    try:
+        with writing(path), tmp.open("wb") as fh:
+            write(snapshot, fh)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
 
 
