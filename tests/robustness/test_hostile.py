@@ -4,6 +4,7 @@ traceback. Each test failed on the code before its fix; see ``hostile.py``."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import resource
 import signal
@@ -284,3 +285,25 @@ def test_killed_run_tmp_file_is_cleaned(tmp_path: Path) -> None:
     archive(store, harness="grok", home=home)
     assert not left.exists()
     assert not any("unfinished write" in n for n in verify_store(store).notes)
+
+
+@pytest.mark.parametrize("size", ["abc", None, -1, 1.5])
+@hostile(
+    'archive import of an export whose manifest says "size": "abc", null, -1 or 1.5: '
+    "a named FormatError from the pydantic model of the manifest (was a ValueError or "
+    "TypeError traceback)"
+)
+def test_manifest_is_validated(tmp_path: Path, size: Any) -> None:
+    from trajconv.snapshot.archive import EXPORT_FORMAT, STORE_FORMAT, import_store
+
+    manifest = {
+        "format": EXPORT_FORMAT,
+        "store": STORE_FORMAT,
+        "files": [{"path": "trajconv-store.json", "sha256": "0" * 64, "size": size}],
+    }
+    export = export_file(
+        tmp_path / "x.tar.gz", {}, manifest=json.dumps(manifest).encode(), tmp=tmp_path
+    )
+    with pytest.raises(FormatError, match=r"MANIFEST.json at files\.0\.size: "):
+        import_store(export, tmp_path / "restored")
+    assert not (tmp_path / "restored").exists()

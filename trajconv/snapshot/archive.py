@@ -38,9 +38,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, BinaryIO, Literal
+from typing import IO, Annotated, Any, BinaryIO, Literal
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trajconv.errors import (
     FormatError,
@@ -1100,14 +1101,41 @@ def _manifest_bytes(handle: IO[bytes], files: int, file: Path) -> bytes:
     return data
 
 
+class _ManifestEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    path: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    size: int = Field(ge=0)
+
+
+class _Manifest(BaseModel):
+    """``MANIFEST.json`` of a store export, checked by the models like everything else
+    (a ``"size": "abc"`` used to end in a ValueError traceback)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    format: Literal["trajconv.store-export/1"]
+    store: Literal["trajconv.store/1"]
+    files: list[_ManifestEntry]
+
+
 def _check_manifest(file: Path, manifest: Any, seen: Mapping[str, tuple[str, int]]) -> None:
-    if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
+    if manifest is None:
         raise FormatError(file, f"damaged export: no {EXPORT_FORMAT} manifest")
+    try:
+        checked = _Manifest.model_validate(manifest)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise FormatError(
+            file, f"damaged export: {EXPORT_MANIFEST} at {where}: {first['msg']}"
+        ) from None
     listed: dict[str, tuple[str, int]] = {}
-    for entry in manifest.get("files", []):
-        if not isinstance(entry, dict):
-            raise FormatError(file, "damaged export: the manifest is malformed")
-        listed[str(entry.get("path"))] = (str(entry.get("sha256")), int(entry.get("size", -1)))
+    for entry in checked.files:
+        if entry.path in listed:
+            raise FormatError(file, f"damaged export: {entry.path} is listed twice")
+        listed[entry.path] = (entry.sha256, entry.size)
     missing = sorted(set(listed) - set(seen))
     extra = sorted(set(seen) - set(listed))
     if missing or extra:
