@@ -307,3 +307,38 @@ def test_manifest_is_validated(tmp_path: Path, size: Any) -> None:
     with pytest.raises(FormatError, match=r"MANIFEST.json at files\.0\.size: "):
         import_store(export, tmp_path / "restored")
     assert not (tmp_path / "restored").exists()
+
+
+@hostile(
+    "prepare.py: a folder of the install path replaced by a symlink to outside --home "
+    "between the checks and the writes: refused (exit 1), nothing written outside (was "
+    "installed through the symlink)"
+)
+def test_prepare_does_not_follow_a_swapped_folder(tmp_path: Path) -> None:
+    import importlib.util
+
+    import trajconv
+
+    out = tmp_path / "export"
+    trajconv.write(trajconv.read("grok", GROK), "grok", out)
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    (home / ".grok" / "sessions").mkdir(parents=True)
+    (outside / "sessions").mkdir(parents=True)
+    spec = importlib.util.spec_from_file_location("hostile_prepare", out / "prepare.py")
+    assert spec is not None and spec.loader is not None
+    prepare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare)
+    swapped: list[str] = []
+
+    def swap_then_print(*args: Any, **kw: Any) -> None:
+        if not swapped:  # the checks are done: the plan is being printed
+            (home / ".grok").rename(tmp_path / "moved-away")
+            (home / ".grok").symlink_to(outside, target_is_directory=True)
+            swapped.append("yes")
+
+    prepare.print = swap_then_print
+    with pytest.raises(SystemExit) as exited:
+        prepare.main(["--home", str(home)])
+    assert exited.value.code == 1
+    assert swapped
+    assert [p for p in outside.rglob("*") if p.is_file()] == []
