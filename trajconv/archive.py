@@ -43,7 +43,8 @@ def fingerprint(path: Path) -> str:
     """A cheap native fingerprint: ``stat`` of every file of the session, no content read.
 
     A folder contributes every regular file below it (relative path, size, mtime_ns,
-    inode); a file contributes itself and its SQLite ``-wal``/``-journal`` beside it.
+    inode; for a symlink, those of the file it points at, which the reader reads); a
+    file contributes itself and its SQLite ``-wal``/``-journal`` beside it.
     Any append, rewrite, replace, new or removed file changes the fingerprint.
     """
     entries: list[str] = []
@@ -58,9 +59,11 @@ def fingerprint(path: Path) -> str:
             for name in sorted(filenames):
                 full = os.path.join(dirpath, name)
                 try:
-                    fst = os.lstat(full)
-                except FileNotFoundError:
-                    continue  # removed while walking: the next run sees the new state
+                    # the file a symlink points at, as the reader sees it: the link's own
+                    # lstat never changes when its target grows (issue 25)
+                    fst = os.stat(full)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # removed while walking, or a dangling link: nothing to read
                 if stat.S_ISREG(fst.st_mode):
                     add(os.path.relpath(full, path), fst)
     else:

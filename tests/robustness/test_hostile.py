@@ -342,3 +342,28 @@ def test_prepare_does_not_follow_a_swapped_folder(tmp_path: Path) -> None:
     assert exited.value.code == 1
     assert swapped
     assert [p for p in outside.rglob("*") if p.is_file()] == []
+
+
+@hostile(
+    "archive of a session whose journal is a symlink: an append to the target is archived "
+    "on the next run (was skipped for ever: change detection took the link's own lstat)"
+)
+def test_symlinked_journal_change_is_seen(tmp_path: Path) -> None:
+    from tests.archive.support import grok_home, grok_journal
+    from trajconv.archive import archive
+
+    home = grok_home(tmp_path / "home", ["multi-turn"])
+    journal = grok_journal(home, "019c0000")
+    target = tmp_path / "elsewhere" / "updates.jsonl"
+    target.parent.mkdir()
+    journal.rename(target)
+    journal.symlink_to(target)
+    store = tmp_path / "store"
+    assert [o.status for o in archive(store, harness="grok", home=home).outcomes] == ["first"]
+    assert [o.status for o in archive(store, harness="grok", home=home).outcomes] == ["skipped"]
+    last = target.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    with target.open("ab") as fh:
+        fh.write(last + b"\n")
+    outcome = archive(store, harness="grok", home=home).outcomes
+    assert [o.status for o in outcome] != ["skipped"]
+    assert outcome[0].status in ("extends", "diverged"), outcome
