@@ -367,3 +367,96 @@ def test_symlinked_journal_change_is_seen(tmp_path: Path) -> None:
     outcome = archive(store, harness="grok", home=home).outcomes
     assert [o.status for o in outcome] != ["skipped"]
     assert outcome[0].status in ("extends", "diverged"), outcome
+
+
+def _planted_copy(
+    src: Path, dest: Path, journal: str, edit: Callable[[dict[str, Any]], None]
+) -> Path:
+    """A copy of the session folder ``src`` whose journal's first line has ``edit`` applied."""
+    import shutil
+
+    shutil.copytree(src, dest)
+    path = dest / journal
+    first, rest = path.read_bytes().split(b"\n", 1)
+    event = json.loads(first)
+    edit(event)
+    path.write_bytes(json.dumps(event, separators=(",", ":")).encode() + b"\n" + rest)
+    return dest
+
+
+PLANTED = "sk-hostile-planted-0123456789"
+
+
+@hostile(
+    "credentials inside JSONL journals (Copilot session.start apiKey/authToken, Grok "
+    "_meta.authorization): stripped line by line with secret-dropped, other lines byte "
+    "for byte, absent from the Snapshot, the export and the archive (were kept verbatim)"
+)
+def test_jsonl_credentials_are_dropped(tmp_path: Path) -> None:
+    import trajconv
+    from trajconv.archive import archive
+    from trajconv.snapshot import io
+
+    copilot_src = next((FIXTURES / "copilot" / "multi-turn").rglob("events.jsonl")).parent
+
+    def copilot_edit(event: dict[str, Any]) -> None:
+        event["data"]["apiKey"] = PLANTED
+        event["data"]["context"]["authToken"] = PLANTED
+
+    def grok_edit(event: dict[str, Any]) -> None:
+        event["params"]["_meta"]["authorization"] = f"Bearer {PLANTED}"
+
+    cases = [
+        (
+            "copilot",
+            copilot_src,
+            FIXTURES / "copilot" / "multi-turn",
+            "events.jsonl",
+            copilot_edit,
+            2,
+        ),
+        ("grok", GROK, FIXTURES / "grok" / "multi-turn", "updates.jsonl", grok_edit, 1),
+    ]
+    for harness, src, case, journal, edit, count in cases:
+        home = tmp_path / f"{harness}-home"
+        folder = _planted_copy(src, home / src.relative_to(case), journal, edit)
+        original = (src / journal).read_bytes().split(b"\n")
+        snap = trajconv.read(harness, folder)
+        assert snap.diagnostic_count("secret-dropped") == count
+        [diag] = [d for d in snap.diagnostics if d.code == "secret-dropped"]
+        assert all(f"{journal}:line 1: $." in s for s in diag.samples), diag.samples
+        kept = next(a for a in snap.artifacts if a.name == journal).read()
+        assert kept is not None and PLANTED.encode() not in kept
+        assert kept.split(b"\n")[1:] == original[1:]  # every other line as it was
+        assert PLANTED.encode() not in io.dumps(snap)
+        out = tmp_path / f"{harness}-export"
+        trajconv.write(snap, "grok" if harness == "copilot" else "copilot", out)
+        assert not [p for p in out.rglob("*") if p.is_file() and PLANTED.encode() in p.read_bytes()]
+        store = tmp_path / f"{harness}-store"
+        summary = archive(store, harness=harness, home=home)
+        assert [o.status for o in summary.outcomes] == ["first"]
+        assert not [
+            p for p in store.rglob("*") if p.is_file() and PLANTED.encode() in p.read_bytes()
+        ]
+
+
+@hostile(
+    "YAML flow mappings holding a credential (auth: {token: X}, - {api_key: X}) and a "
+    "nested plain token: key: the line is dropped with secret-dropped (were kept)"
+)
+def test_yaml_flow_mapping_credentials_are_dropped() -> None:
+    from trajconv.snapshot.secrets import strip_yaml_bytes
+
+    text = (
+        b"name: demo\n"
+        b"auth: {token: X1, user: me}\n"
+        b"servers:\n"
+        b"  - {api_key: X2}\n"
+        b"  - plain\n"
+        b"nested:\n"
+        b"  token: X3\n"
+        b"after: 1\n"
+    )
+    clean, dropped = strip_yaml_bytes(text)
+    assert clean == b"name: demo\nservers:\n  - plain\nnested:\nafter: 1\n"
+    assert dropped == ["line 2: auth.token", "line 4: api_key", "line 7: token"]

@@ -428,6 +428,8 @@ class SnapshotBuilder:
             data, dropped = secrets.strip_json_bytes(data)
         elif media_type in ("application/yaml", "text/yaml"):
             data, dropped = secrets.strip_yaml_bytes(data)
+        elif media_type == secrets.NDJSON:
+            data, dropped = secrets.strip_jsonl_bytes(data)
         for path in dropped:
             self.diagnostics.add("secret-dropped", f"{name}:{path}")
         writer = ArtifactWriter(name, self._pack)
@@ -469,25 +471,33 @@ class SnapshotBuilder:
 
         The reader parses the returned copy, not the native file, so the records and
         the artifact are the same bytes even if the harness appends meanwhile. Over
-        ``limit`` bytes is a LimitError naming ``limit_name``. Nothing is stripped here:
-        JSON and YAML files go through :meth:`add_artifact`, which strips their secrets,
+        ``limit`` bytes is a LimitError naming ``limit_name``. A JSON Lines file
+        (``application/x-ndjson``) loses credential-looking members line by line
+        (``secrets.JsonlStripper``), its other lines kept byte for byte; JSON and YAML
+        files go through :meth:`add_artifact`, which strips their secrets,
         or are checked by the caller, whose ``add_artifact`` of the stripped bytes then
         replaces this copy (fx's large ``session.json``). ``utf8``: see
         :meth:`artifact_writer`; ``watch`` sees each chunk as it is copied (a reader's
         pre-scan without reading the file again).
         """
+        # a journal loses credential-looking members line by line, the rest as it is
+        jsonl = secrets.JsonlStripper() if media_type == secrets.NDJSON else None
         try:
             with path.open("rb") as src, self.artifact_writer(name, media_type, utf8=utf8) as out:
                 while chunk := src.read(CHUNK):
                     if out.size + len(chunk) > limit:
                         raise LimitError(path, limit_name, limit)
-                    out.write(chunk)
+                    out.write(jsonl.feed(chunk) if jsonl is not None else chunk)
                     if watch is not None:
                         watch(chunk)
+                if jsonl is not None:
+                    out.write(jsonl.finish())
         except OSError as exc:
             if exc.errno in NO_SPACE:  # the copy's side: the spool folder filled up
                 raise NoSpaceError(self._spool.dir.parent, exc) from None
             raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+        for where in jsonl.dropped if jsonl is not None else ():
+            self.diagnostics.add("secret-dropped", f"{name}:{where}")
         return Blob(path=self._files[-1], size=out.size, keep=self._spool)
 
     def _settle_encoding(self, name: str, is_utf8: bool | None) -> None:
