@@ -4,6 +4,8 @@ traceback. Each test failed on the code before its fix; see ``hostile.py``."""
 from __future__ import annotations
 
 import errno
+import hashlib
+import io
 import json
 import os
 import resource
@@ -460,3 +462,50 @@ def test_yaml_flow_mapping_credentials_are_dropped() -> None:
     clean, dropped = strip_yaml_bytes(text)
     assert clean == b"name: demo\nservers:\n  - plain\nnested:\nafter: 1\n"
     assert dropped == ["line 2: auth.token", "line 4: api_key", "line 7: token"]
+
+
+@hostile(
+    "a TRIGGER that deletes every row added to a store's index.sqlite: verify names it, "
+    "archive and archive import refuse the store (were accepted; the index emptied silently)"
+)
+def test_unexpected_index_schema_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+    import tarfile
+
+    from tests.archive.support import grok_home
+    from trajconv.archive import archive
+    from trajconv.snapshot.archive import export_store, import_store, verify_store
+
+    home = grok_home(tmp_path / "home", ["multi-turn"])
+    store = tmp_path / "store"
+    archive(store, harness="grok", home=home)
+    export = export_store(store, tmp_path / "good.tar.gz")
+    assert export.index_rows == 1
+    conn = sqlite3.connect(store / "index.sqlite")
+    conn.execute("CREATE TRIGGER wipe AFTER INSERT ON archived BEGIN DELETE FROM archived; END")
+    conn.commit()
+    conn.close()
+    report = verify_store(store)
+    assert not report.ok
+    assert "index.sqlite: unexpected trigger 'wipe' in the schema" in report.problems
+    (home / "sessions").rename(tmp_path / "gone")  # nothing to archive: only the open matters
+    with pytest.raises(FormatError, match="unexpected trigger 'wipe'"):
+        archive(store, harness="grok", home=home)
+    # the same index inside an export whose manifest matches it
+    bad = tmp_path / "bad.tar.gz"
+    index = (store / "index.sqlite").read_bytes()
+    with tarfile.open(tmp_path / "good.tar.gz") as src, tarfile.open(bad, "w:gz") as dst:
+        for member in src:
+            data = src.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name.endswith("/index.sqlite"):
+                data = index
+            elif member.name.endswith("/MANIFEST.json"):
+                manifest = json.loads(data)
+                for entry in manifest["files"]:
+                    if entry["path"] == "index.sqlite":
+                        entry.update(sha256=hashlib.sha256(index).hexdigest(), size=len(index))
+                data = json.dumps(manifest).encode()
+            member.size = len(data)
+            dst.addfile(member, io.BytesIO(data))
+    with pytest.raises(FormatError, match="unexpected trigger 'wipe'"):
+        import_store(bad, tmp_path / "restored")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import io as _io
 import os
@@ -344,6 +345,13 @@ class Store:
             # A plain connection (only SELECTs follow) so SQLite can roll back the hot
             # journal of a run that was killed mid-transaction; mode=ro could not.
             conn = sqlite3.connect(index)
+        try:
+            problem = schema_problem(conn)
+        except sqlite3.Error as exc:
+            problem = str(exc)
+        if problem is not None:
+            conn.close()
+            raise FormatError(root / INDEX, f"{problem}; refusing to use this index")
         store = cls(root, conn, writable=write)
         if write:
             store._lock()
@@ -728,6 +736,36 @@ def _sha256_file(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+@functools.cache
+def _expected_schema() -> frozenset[tuple[str, str, str, str]]:
+    """``sqlite_master`` of an index made by :data:`_SCHEMA`: what SQLite records of it."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    finally:
+        conn.close()
+
+
+def schema_problem(conn: sqlite3.Connection) -> str | None:
+    """What in the index's ``sqlite_master`` differs from :data:`_SCHEMA`, or ``None``.
+
+    An extra object (a trigger that deletes every row, a view, a changed column) would
+    change what the store does without any file of it failing a check (issue 25)."""
+    found = frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    expected = _expected_schema()
+    extra = sorted(found - expected)
+    if extra:
+        kind, name, _table, _sql = extra[0]
+        if any(e[:2] == (kind, name) for e in expected):
+            return f"{kind} {name!r} differs from the schema trajconv makes"
+        return f"unexpected {kind} {name!r} in the schema"
+    missing = sorted(expected - found)
+    if missing:
+        return f"{missing[0][0]} {missing[0][1]!r} is missing"
+    return None
+
+
 def _check_index(root: Path, report: StoreReport) -> list[IndexRow]:
     index = root / INDEX
     if not index.is_file():
@@ -742,6 +780,10 @@ def _check_index(root: Path, report: StoreReport) -> list[IndexRow]:
         check = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         if check != ["ok"]:
             report.problems.append(f"{INDEX}: integrity check: {'; '.join(check[:3])}")
+            return []
+        problem = schema_problem(conn)
+        if problem is not None:
+            report.problems.append(f"{INDEX}: {problem}")
             return []
         rows = [
             Store._row(v) for v in conn.execute(f"SELECT {_COLUMNS} FROM archived ORDER BY row")
