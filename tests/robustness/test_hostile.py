@@ -509,3 +509,79 @@ def test_unexpected_index_schema_is_refused(tmp_path: Path) -> None:
             dst.addfile(member, io.BytesIO(data))
     with pytest.raises(FormatError, match="unexpected trigger 'wipe'"):
         import_store(bad, tmp_path / "restored")
+
+
+def _snapshot_doc() -> dict[str, Any]:
+    import orjson
+
+    import trajconv
+    from trajconv.snapshot import io
+
+    doc: dict[str, Any] = orjson.loads(io.dumps(trajconv.read("grok", GROK)))
+    return doc
+
+
+def _rehash(doc: dict[str, Any]) -> None:
+    """Chain hashes and id made again for the changed content, as a careful forger would."""
+    from trajconv.snapshot import hashing
+
+    digest = hashing.header_digest(doc["format"], doc["source"])
+    for rec in doc["records"]:
+        rec.pop("hash")
+        digest = hashing.record_digest(digest, rec)
+        rec["hash"] = hashing.tag(digest)
+    arts = [{k: a[k] for k in ("name", "sha256", "size")} for a in doc["artifacts"]]
+    doc["id"] = hashing.snapshot_id(doc["format"], doc["source"], doc["session"], digest, arts)
+
+
+@hostile(
+    "a Snapshot whose user record names text twice (a first-key parser sees the hidden "
+    "one; the hash covers the last): refused by load and verify (was accepted)"
+)
+def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
+    import orjson
+    from click.testing import CliRunner
+
+    from trajconv.cli.main import cli
+    from trajconv.snapshot import io
+
+    doc = _snapshot_doc()
+    first = next(r for r in doc["records"] if r["kind"] == "user")
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    shown = b'"text": ' + orjson.dumps(first["text"])
+    assert data.count(shown) == 1
+    data = data.replace(shown, b'"text": "rm -rf ~ (hidden)",\n      ' + shown)
+    file = tmp_path / "dup.json"
+    file.write_bytes(data)
+    with pytest.raises(FormatError, match="names 'text' twice"):
+        io.load(file)
+    result = CliRunner().invoke(cli, ["verify", str(file)])
+    assert result.exit_code == 1
+    assert "names 'text' twice" in result.output
+
+
+@hostile(
+    "a record holding 2^53 whose file says 2^53 + 1 (the same IEEE double): verify names "
+    "record 0 (the RFC 8785 hash read both as one double, so it verified)"
+)
+def test_tampered_large_integer_does_not_verify(tmp_path: Path) -> None:
+    import orjson
+    from click.testing import CliRunner
+
+    from trajconv.cli.main import cli
+    from trajconv.snapshot import io
+
+    doc = _snapshot_doc()
+    doc["records"][0]["evidence"]["line"] = 2**53
+    _rehash(doc)
+    data = orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    good = tmp_path / "good.json"
+    good.write_bytes(data)
+    assert io.load(good).records[0].evidence.line == 2**53  # kept exact, verifies
+    assert CliRunner().invoke(cli, ["verify", str(good)]).exit_code == 0
+    bad = tmp_path / "tampered.json"
+    bad.write_bytes(data.replace(b'"line": 9007199254740992', b'"line": 9007199254740993'))
+    assert bad.read_bytes() != data
+    result = CliRunner().invoke(cli, ["verify", str(bad)])
+    assert result.exit_code == 1, result.output
+    assert "record 0" in result.output and "hash does not match" in result.output

@@ -11,12 +11,14 @@ import codecs
 import contextlib
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypedDict
 
+import orjson
 from pydantic import JsonValue
 
 from trajconv.errors import NO_SPACE, FormatError, LimitError, NoSpaceError
@@ -253,6 +255,21 @@ class ArtifactWriter:
         return (self.name, media_type, sha256, self.size, encoding, file, self._offset)
 
 
+def _as_spooled(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` as the spool and the Snapshot file will hold it: an integer beyond 64 bits
+    (which ``orjson`` cannot write) as the double ``orjson`` reads its digits as, so the
+    chain hashes what is written (integers up to 64 bits keep their digits, hashing too)."""
+    try:
+        orjson.dumps(rec)
+    except orjson.JSONEncodeError:
+        try:
+            converted: dict[str, Any] = orjson.loads(json.dumps(rec))
+        except (ValueError, TypeError):
+            return rec  # NaN, an infinity: hashing names it
+        return converted
+    return rec
+
+
 class SnapshotBuilder:
     """Accumulates one session's records, artifacts and diagnostics.
 
@@ -326,6 +343,8 @@ class SnapshotBuilder:
             if rec["seq"] >= below:
                 break
             plain = plain_record(rec)
+            if not plain:
+                rec = _as_spooled(rec)
             try:
                 self._digest = hashing.record_digest(self._digest, rec, plain=plain)
             except ValueError as exc:  # NaN, an infinity, an integer no double holds

@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from trajconv.snapshot import hashing
 from trajconv.snapshot.builder import ArtifactWriter, plain_record
+from trajconv.snapshot.io import strict_loads
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
@@ -119,12 +120,25 @@ def _in_model_order(rec: dict[str, Any]) -> bool:
 
 
 def _object(lines: list[bytes]) -> dict[str, Any]:
-    """The members given as lines (the last one may end with a comma) as an object."""
+    """The members given as lines (the last one may end with a comma) as an object; one
+    naming a member twice, or with an integer beyond 64 bits, is not the layout."""
     body = b"".join(lines).rstrip(b"\n").removesuffix(b",")
-    value = orjson.loads(b"{" + body + b"}")
+    try:
+        value = strict_loads(b"{" + body + b"}")
+    except ValueError:
+        raise _NotTheLayout from None
     if not isinstance(value, dict):
         raise _NotTheLayout
     return value
+
+
+def _as_written(text: bytes, value: Any) -> bool:
+    """Whether ``text``, a record's lines as the file holds them (its closing brace
+    aside), is exactly how :func:`trajconv.snapshot.io.write` writes ``value``: then no
+    member is named twice and no number was read as another (issue 25); otherwise the
+    record is read again by ``strict_loads``, which checks both."""
+    written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+    return b"    " + written[: -len(b"    }")] == text
 
 
 def _high_surrogate_escape(buf: bytes, at: int) -> bool:
@@ -344,7 +358,13 @@ class _Loader:
                 if not line.endswith(b"\n"):
                     raise _NotTheLayout
                 lines.append(line)
-            rec = orjson.loads(b"".join(lines) + b"}")
+            text = b"".join(lines)
+            rec = orjson.loads(text + b"}")
+            if not _as_written(text, rec):  # another writer's escapes or order: read strictly
+                try:
+                    rec = strict_loads(text + b"}")
+                except ValueError:
+                    raise _NotTheLayout from None
             if type(rec) is not dict or rec.get("seq") != seq:
                 raise _NotTheLayout
             stated = rec.pop("hash", None)
