@@ -62,6 +62,7 @@ def empty_records_document(records: int = 100_000) -> bytes:
     doc = {
         "format": "trajconv.snapshot/1",
         "id": "sha256:" + "0" * 64,
+        "meta_hash": "sha256:" + "0" * 64,
         "source": {"harness": "grok", "harness_version": None, "session_id": "s", "locator": "s"},
         "session": {"id": "s"},
         "records": [{}] * records,

@@ -585,3 +585,41 @@ def test_tampered_large_integer_does_not_verify(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["verify", str(bad)])
     assert result.exit_code == 1, result.output
     assert "record 0" in result.output and "hash does not match" in result.output
+
+
+@pytest.mark.parametrize("change", ["drop-diagnostic", "media-type", "producer"])
+@hostile(
+    "a Cursor Snapshot with its compaction-state diagnostic removed (or an artifact's "
+    "media_type or the producer changed): verify names meta_hash and write --to cursor "
+    "refuses (verify said ok and the write went through without --allow-lossy)"
+)
+def test_unhashed_parts_are_bound(tmp_path: Path, change: str) -> None:
+    import orjson
+    from click.testing import CliRunner
+
+    import trajconv
+    from trajconv.cli.main import cli
+    from trajconv.snapshot import io
+
+    snap = trajconv.read("cursor", FIXTURES / "cursor" / "compaction" / "store.db")
+    assert snap.diagnostic_count("compaction-state") > 0
+    doc = orjson.loads(io.dumps(snap))
+    if change == "drop-diagnostic":
+        doc["diagnostics"] = [d for d in doc["diagnostics"] if d["code"] != "compaction-state"]
+    elif change == "media-type":
+        doc["artifacts"][0]["media_type"] = "text/plain"
+    else:
+        doc["producer"]["reader"] = "someone-else/1"
+    file = tmp_path / "edited.json"
+    file.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    runner = CliRunner()
+    verified = runner.invoke(cli, ["verify", str(file)])
+    assert verified.exit_code == 1, verified.output
+    assert "meta_hash" in verified.output
+    written = runner.invoke(cli, ["write", "--to", "cursor", str(file), "-o", str(tmp_path / "o")])
+    assert written.exit_code != 0, written.output
+    assert not (tmp_path / "o").exists()
+    # the untouched Snapshot still verifies, with the same id as before meta_hash existed
+    good = tmp_path / "good.json"
+    io.dump(snap, good)
+    assert runner.invoke(cli, ["verify", str(good)]).exit_code == 0

@@ -553,12 +553,20 @@ class SnapshotBuilder:
         artifacts = ArtifactLog(self._artifacts, self._files, self._spool)
         self._artifacts = ArtifactTable()
         sid = hashing.snapshot_id(FORMAT, source, session, self._digest, artifacts.metadata())
+        diagnostics = tuple(self.diagnostics.to_models())
+        producer = Producer(version=__version__, reader=self.reader)
+        meta = hashing.meta_hash(
+            (d.model_dump(mode="json") for d in diagnostics),
+            producer.model_dump(mode="json"),
+            artifacts.metadata(),
+        )
         return Snapshot.model_construct(
             id=sid,
+            meta_hash=meta,
             source=self.source,
             session=Session.model_validate(session),
             records=records,
             artifacts=artifacts,
-            diagnostics=tuple(self.diagnostics.to_models()),
-            producer=Producer(version=__version__, reader=self.reader),
+            diagnostics=diagnostics,
+            producer=producer,
         )

@@ -74,7 +74,7 @@ _RECORD = b"    {\n"
 _RECORD_END = (b"    },\n", b"    }\n")
 _DATA = b'      "data": '
 _STORED = b"null\n"  # an archive store's Snapshot: the artifact is a file of the store
-_HEAD = ("format", "id", "source", "session")
+_HEAD = ("format", "id", "meta_hash", "source", "session")
 _FOOT = ("diagnostics", "producer")
 _META = ("name", "media_type", "sha256", "size", "encoding")
 
@@ -318,9 +318,17 @@ class _Loader:
         sid = hashing.snapshot_id(FORMAT, source_json, session_json, digest, art_log.metadata())
         if sid != head["id"]:
             raise _NotTheLayout
+        meta = hashing.meta_hash(
+            (d.model_dump(mode="json") for d in diagnostics),
+            producer.model_dump(mode="json"),
+            art_log.metadata(),
+        )
+        if meta != head["meta_hash"]:
+            raise _NotTheLayout
         if log is not None:
             self.snapshot = Snapshot.model_construct(
                 id=sid,
+                meta_hash=meta,
                 source=source,
                 session=session,
                 records=log,

@@ -8,7 +8,8 @@ keys, which gives the same bytes (``tests/core/test_canonical.py`` proves it on 
 RFC's vectors and on generated values); anything else goes to ``rfc8785``.
 ``h[-1] = sha256(JCS({format, source}))`` (session facts are left to the id);
 ``h[i] = sha256(h[i-1] || JCS(record_i without "hash"))``;
-``id = sha256(JCS({format, source, session, last, artifacts: [{name, sha256, size}]}))``.
+``id = sha256(JCS({format, source, session, last, artifacts: [{name, sha256, size}]}))``;
+``meta_hash = sha256(JCS({diagnostics, media_types: [{name, media_type}], producer}))``.
 Every function here works on plain JSON values, so ``verify`` checks exactly
 the bytes a Snapshot file holds, independent of model defaults.
 """
@@ -153,6 +154,28 @@ def snapshot_id(
         {"format": fmt, "source": dict(source), "session": dict(session), "last": last.hex()}
     )
     digest.update(b"]," + rest[1:])  # the rest's members after the array, in JCS order
+    return PREFIX + digest.hexdigest()
+
+
+def meta_hash(
+    diagnostics: Iterable[Mapping[str, Any]],
+    producer: Mapping[str, Any],
+    artifacts: Iterable[Mapping[str, Any]],
+) -> str:
+    """``sha256(JCS({diagnostics, media_types: [{name, media_type}], producer}))``: what
+    the id leaves out but a writer or reader of the Snapshot acts on (a diagnostic that
+    makes a writer refuse, the producer, how each artifact is typed). Kept beside the
+    id (``meta_hash``), so a better reader's new diagnostic does not change the identity
+    of unchanged content, yet none of these changes without ``verify`` saying so.
+    """
+    digest = hashlib.sha256(b'{"diagnostics":')
+    digest.update(canonical([dict(d) for d in diagnostics]))
+    digest.update(b',"media_types":[')
+    for i, a in enumerate(artifacts):
+        if i:
+            digest.update(b",")
+        digest.update(canonical({"media_type": a["media_type"], "name": a["name"]}))
+    digest.update(b'],"producer":' + canonical(dict(producer)) + b"}")
     return PREFIX + digest.hexdigest()
 
 

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from trajconv.errors import FormatError, writing
+from trajconv.errors import FormatError, VerifyError, writing
 from trajconv.snapshot import hashing
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks, utf8_string_body
 from trajconv.snapshot.models import FORMAT, Snapshot
@@ -236,7 +236,23 @@ def validate_document(
     doc: Mapping[str, Any], name: str, resolve: BlobResolver | None = None
 ) -> Snapshot:
     check_schema(doc, name)
-    return with_blobs(Snapshot.model_validate(doc), resolve)
+    snapshot = Snapshot.model_validate(doc)
+    check_meta(snapshot, name)
+    return with_blobs(snapshot, resolve)
+
+
+def check_meta(snapshot: Snapshot, name: str) -> None:
+    """Refuse a Snapshot whose ``meta_hash`` does not bind its diagnostics, producer and
+    artifact media types: a writer acts on them (a removed diagnostic must not let a
+    refused write through)."""
+    dump = snapshot.model_dump(mode="json", include={"diagnostics", "producer"})
+    metas = ({"name": a.name, "media_type": a.media_type} for a in snapshot.artifacts)
+    expected = hashing.meta_hash(dump["diagnostics"], dump["producer"], metas)
+    if expected != snapshot.meta_hash:
+        raise VerifyError(
+            f"{name}: meta_hash is {snapshot.meta_hash}, but its diagnostics, producer and "
+            f"artifact media types give {expected}: they were changed after it was made"
+        )
 
 
 def with_blobs(snapshot: Snapshot, resolve: BlobResolver | None = None) -> Snapshot:
@@ -332,6 +348,12 @@ def _verify(
         expected = hashing.snapshot_id(doc["format"], source, session, digest, metas)
         if expected != doc["id"]:
             problems.append(f"id is {doc['id']}, content gives {expected}")
+    meta = hashing.meta_hash(doc["diagnostics"], doc["producer"], metas)
+    if meta != doc["meta_hash"]:
+        problems.append(
+            f"meta_hash is {doc['meta_hash']}, the diagnostics, producer and artifact "
+            f"media types give {meta}"
+        )
     return VerifyReport(
         ok=not problems,
         snapshot_id=str(doc["id"]),
@@ -358,7 +380,10 @@ def verify_document(
 
 def verify(snapshot: Snapshot) -> VerifyReport:
     """:func:`verify_document` for a Snapshot in memory, one record and chunk at a time."""
-    head = snapshot.model_dump(mode="json", include={"format", "id", "source", "session"})
+    head = snapshot.model_dump(
+        mode="json",
+        include={"format", "id", "meta_hash", "source", "session", "diagnostics", "producer"},
+    )
     return _verify(
         head,
         record_dicts(snapshot.records),
