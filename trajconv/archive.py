@@ -28,7 +28,7 @@ from typing import Any
 
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
-from trajconv.errors import RefusedError, TrajconvError
+from trajconv.errors import NoSpaceError, RefusedError, TrajconvError
 from trajconv.snapshot.archive import Store
 from trajconv.snapshot.models import Snapshot
 
@@ -43,7 +43,8 @@ def fingerprint(path: Path) -> str:
     """A cheap native fingerprint: ``stat`` of every file of the session, no content read.
 
     A folder contributes every regular file below it (relative path, size, mtime_ns,
-    inode); a file contributes itself and its SQLite ``-wal``/``-journal`` beside it.
+    inode; for a symlink, those of the file it points at, which the reader reads); a
+    file contributes itself and its SQLite ``-wal``/``-journal`` beside it.
     Any append, rewrite, replace, new or removed file changes the fingerprint.
     """
     entries: list[str] = []
@@ -58,9 +59,11 @@ def fingerprint(path: Path) -> str:
             for name in sorted(filenames):
                 full = os.path.join(dirpath, name)
                 try:
-                    fst = os.lstat(full)
-                except FileNotFoundError:
-                    continue  # removed while walking: the next run sees the new state
+                    # the file a symlink points at, as the reader sees it: the link's own
+                    # lstat never changes when its target grows (issue 25)
+                    fst = os.stat(full)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # removed while walking, or a dangling link: nothing to read
                 if stat.S_ISREG(fst.st_mode):
                     add(os.path.relpath(full, path), fst)
     else:
@@ -316,7 +319,15 @@ def archive(
             if snap is None:
                 summary.outcomes.append(Outcome(c.name, ref.session_id, "failed", error=error))
             else:
-                added = store.add(snap, harness=c.name, session_id=ref.session_id, fingerprint=fp)
+                try:
+                    added = store.add(
+                        snap, harness=c.name, session_id=ref.session_id, fingerprint=fp
+                    )
+                except NoSpaceError as exc:  # no half entry: its files went, no row
+                    summary.outcomes.append(
+                        Outcome(c.name, ref.session_id, "failed", error=str(exc))
+                    )
+                    continue
                 summary.snapshots_written += int(added.snapshot_written)
                 summary.artifacts_written += added.artifacts_written
                 summary.bytes_written += added.bytes_written

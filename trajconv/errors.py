@@ -6,6 +6,9 @@ Library code raises these and never prints or exits.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+from collections.abc import Iterator
 from pathlib import Path
 
 EXIT_OK = 0
@@ -90,3 +93,30 @@ class RefusedError(TrajconvError):
 
 class VerifyError(TrajconvError):
     """A Snapshot whose hashes do not match its content."""
+
+
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A write that failed for want of room: a full file system, a quota, a file-size limit."""
+
+
+class NoSpaceError(TrajconvError):
+    """A write that failed because the file system holding ``path`` is full."""
+
+    def __init__(self, path: str | Path, exc: OSError) -> None:
+        self.path = str(path)
+        super().__init__(
+            f"{path}: cannot write: {exc.strerror or exc}; nothing was left half-written "
+            "(free space there, or write elsewhere: -o, the store, or TMPDIR)"
+        )
+
+
+@contextlib.contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Turn a write that ran out of room inside the block into a NoSpaceError naming
+    ``path`` (the output, the store or the spool folder that filled up)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise NoSpaceError(path, exc) from None
+        raise

@@ -106,8 +106,17 @@ def _same_outcome(value: Any) -> None:
     try:
         expected: bytes | type[BaseException] = rfc8785.dumps(value)
     except rfc8785.IntegerDomainError:
-        # JCS reads every number as a double: what a JavaScript JCS makes of this JSON text
-        expected = rfc8785.dumps(json.loads(json.dumps(value), parse_int=float))
+        # an integer beyond 2^53 keeps its digits (issue 25): JCS's bytes with that number
+        # written exactly, so they parse back to the same value
+        expected = hashing.canonical(value)
+        stack, big = [value], []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict | list):
+                stack.extend(item.values() if isinstance(item, dict) else item)
+            elif type(item) is int and abs(item) > hashing.MAX_SAFE_INTEGER:
+                big.append(item)
+        assert big and all(str(n).encode() in expected for n in big)
     except Exception as exc:
         expected = type(exc)
     try:
@@ -139,16 +148,24 @@ def test_generated_values_match_reference(value: Any) -> None:
 @pytest.mark.parametrize(
     ("value", "text"),
     [
-        ({"n": 2**53 + 1}, b'{"n":9007199254740992}'),  # the double it reads as
-        ({"n": -(2**64)}, b'{"n":-18446744073709552000}'),
-        ([2**70, 1], b"[1.1805916207174113e+21,1]"),
+        ({"n": 2**53 + 1}, b'{"n":9007199254740993}'),  # not the double 2^53 it reads as
+        ({"n": -(2**64)}, b'{"n":-18446744073709551616}'),
+        ([2**70, 1.5, "\u00e9"], b'[1180591620717411303424,1.5,"\xc3\xa9"]'),
+        ({"b": 2**60, "a": {"\ue000": 1, "\U0001f600": 2}}, None),
     ],
 )
-def test_integers_beyond_2_53_hash_as_the_doubles_jcs_reads(value: Any, text: bytes) -> None:
-    assert hashing.canonical(value) == text
+def test_integers_beyond_2_53_keep_their_digits(value: Any, text: bytes | None) -> None:
+    """A tampered large integer must not hash as the untampered one (issue 25)."""
+    got = hashing.canonical(value)
+    if text is not None:
+        assert got == text
+    assert json.loads(got) == value
+    if isinstance(value, dict) and "b" in value:  # keys in UTF-16 order, as JCS sorts them
+        assert got == b'{"a":{"\xf0\x9f\x98\x80":2,"\xee\x80\x80":1},"b":1152921504606846976}'
+    assert hashing.canonical({"n": 2**53 + 1}) != hashing.canonical({"n": 2**53})
 
 
-@pytest.mark.parametrize("value", [{"n": 10**400}, [float("nan")], {"x": [float("inf")]}])
+@pytest.mark.parametrize("value", [[float("nan")], {"x": [float("inf")]}])
 def test_numbers_jcs_cannot_hold_are_a_value_error(value: Any) -> None:
     with pytest.raises(ValueError):
         hashing.canonical(value)

@@ -3,6 +3,8 @@
 usage: python -m tests.robustness.run [--cases N] [--seed S] [--harness NAME ...]
 
 Cases are reproducible: case i of a codec uses mutation i mod M and seed S + i.
+The standing hostile cases of issue 25 (``tests/robustness/test_hostile.py``) run
+too, and are listed with their outcome and time.
 """
 
 from __future__ import annotations
@@ -17,6 +19,36 @@ from pathlib import Path
 
 from tests.helpers import REPO
 from tests.robustness.cases import TARGETS, mutations, run_case
+
+
+def hostile_rows() -> list[tuple[str, str, int, int, float]]:
+    """Run the hostile cases; each test's name, what it checks, passed, failed, seconds."""
+    import pytest
+
+    from tests.robustness import test_hostile
+    from tests.robustness.hostile import CASES
+
+    results: dict[str, list[float]] = {}
+
+    class Collect:
+        def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+            if report.when == "call" or report.outcome != "passed":
+                name = report.nodeid.split("::")[-1].split("[")[0]
+                row = results.setdefault(name, [0, 0, 0.0])
+                row[0 if report.passed else 1] += 1
+                row[2] += report.duration
+
+    pytest.main(["-q", "-p", "no:cacheprovider", test_hostile.__file__], plugins=[Collect()])
+    return [
+        (
+            name,
+            what,
+            int(results.get(name, [0])[0]),
+            int(results.get(name, [0, 1])[1]),
+            results.get(name, [0, 0, 0.0])[2],
+        )
+        for name, what in CASES.items()
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +106,22 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| | ({seconds:.1f} s) | | | | |")
     if failures:
         lines += ["", "## Failures", ""] + [f"- {f.splitlines()[0]}" for f in failures[:50]]
+    hostile = hostile_rows()
+    lines += [
+        "",
+        "## Hostile input (issue 25)",
+        "",
+        "Standing cases in `tests/robustness/test_hostile.py` (inputs built by "
+        "`tests/robustness/hostile.py`); each failed on the code before its fix. Seconds "
+        "are this run's, per test (all its parameters).",
+        "",
+        "| test | hostile input and what trajconv does now | passed | failed | s |",
+        "|---|---|---|---|---|",
+    ]
+    for name, what, passed, failed, seconds in hostile:
+        lines.append(f"| `{name}` | {what} | {passed} | {failed} | {seconds:.2f} |")
+        if failed:
+            failures.append(f"hostile {name}")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}: {len(failures)} failures", file=sys.stderr)
     return 1 if failures else 0

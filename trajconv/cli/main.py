@@ -37,6 +37,7 @@ def limit_options(func: F) -> F:
         ("max_session_bytes", "largest native session to read, in bytes"),
         ("max_line_bytes", "largest single line/event/row/blob, in bytes"),
         ("max_records", "most records in one Snapshot"),
+        ("max_expansion", "most bytes projected per native byte read (repeated blobs)"),
     ):
         func = click.option(
             f"--{name.replace('_', '-')}", name, type=int, default=None, help=help_text
@@ -48,7 +49,10 @@ def _limits(kwargs: dict[str, Any]) -> Any:
     from trajconv.codecs.base import Limits
 
     return Limits.from_env(
-        **{k: kwargs.pop(k, None) for k in ("max_session_bytes", "max_line_bytes", "max_records")}
+        **{
+            k: kwargs.pop(k, None)
+            for k in ("max_session_bytes", "max_line_bytes", "max_records", "max_expansion")
+        }
     )
 
 

@@ -8,12 +8,13 @@ a codec module imports its reader and writer only when they are used.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from trajconv.errors import LimitError, UnsafePathError, UsageError
+from trajconv.errors import LimitError, UnsafePathError, UsageError, writing
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
     from trajconv.snapshot.models import Diagnostic, Snapshot
@@ -34,6 +35,10 @@ class Limits:
     """Nesting depth of one JSON value."""
     max_records: int = 10_000_000
     """Records in one Snapshot."""
+    max_expansion: int = 8
+    """What a reader may expand one native session into, as a multiple of the native bytes
+    it read (at least :data:`EXPANSION_FLOOR`): a Cursor message blob referenced N times
+    counts N times, so a small store cannot become a huge Snapshot."""
     stream_json_bytes: int = 8 * 1024**2
     """A JSON document larger than this is parsed as a stream (fx schema 1/2 ``session.json``,
     which holds the whole history), not whole."""
@@ -59,6 +64,16 @@ class Limits:
     def check(self, name: str, value: int, file: str | Path, line: int | None = None) -> None:
         if value > getattr(self, name):
             raise LimitError(file, name, getattr(self, name), line=line)
+
+    def check_expansion(self, expanded: int, read: int, file: str | Path) -> None:
+        """``expanded`` bytes projected from ``read`` native bytes: over
+        ``max_expansion`` times ``max(read, EXPANSION_FLOOR)`` is a LimitError."""
+        if expanded > self.max_expansion * max(read, EXPANSION_FLOOR):
+            raise LimitError(file, "max_expansion", self.max_expansion)
+
+
+EXPANSION_FLOOR = 16 * 1024**2
+"""The native size ``max_expansion`` multiplies for a session smaller than this."""
 
 
 def json_depth_ok(value: Any, limit: int) -> bool:
@@ -237,11 +252,17 @@ class LazyCodec:
     def read(
         self, path: Path, *, session: str | None = None, limits: Limits | None = None
     ) -> Snapshot:
-        snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
+        # A reader writes only into its spool under $TMPDIR: a full disk there is named so
+        # (a reader's own "cannot read" must not blame the native file for it).
+        with writing(tempfile.gettempdir()):
+            snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
         return snap
 
     def plan(self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:
-        plan: ExportPlan = self._fn("writer", "plan")(snapshot, allow_lossy=allow_lossy, **options)
+        with writing(tempfile.gettempdir()):
+            plan: ExportPlan = self._fn("writer", "plan")(
+                snapshot, allow_lossy=allow_lossy, **options
+            )
         return plan
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Export, ExportFile, ExportPlan
-from trajconv.errors import RefusedError
+from trajconv.errors import RefusedError, writing
 from trajconv.version import __version__
 
 MANIFEST = "trajconv-export.json"
@@ -74,18 +74,17 @@ def emit(plan: ExportPlan, out_dir: Path) -> Export:
     """Write ``plan`` to ``out_dir`` atomically."""
     out_dir = Path(out_dir)
     _check_out(out_dir)
-    prepare = [
-        ExportFile("prepare.py", (plan.prepare_script or generic_prepare_script()).encode(), 0o755)
-    ]
-    if not plan.installable:
-        prepare = []
+    script = (plan.prepare_script or generic_prepare_script()).encode()
+    prepare = [ExportFile("prepare.py", script, 0o755)] if plan.installable else []
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.parent / f".{out_dir.name}.trajconv-{uuid.uuid4().hex[:12]}"
     try:
-        staging.mkdir(mode=0o700)
-        written = [_write_file(staging, f) for f in [*plan.files, *prepare]]
-        manifest = _manifest(plan, written)
-        (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        with writing(out_dir):  # a full disk names the output, and nothing stays half-written
+            staging.mkdir(mode=0o700)
+            written = [_write_file(staging, f) for f in [*plan.files, *prepare]]
+            manifest = _manifest(plan, written)
+            data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n"
+            (staging / MANIFEST).write_bytes(data)
         _check_out(out_dir)
         if out_dir.exists():
             out_dir.rmdir()

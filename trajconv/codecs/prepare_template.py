@@ -9,6 +9,10 @@ home (through ``..`` or a symlink; exit 1), then installs each file with the
 mode the harness uses, writing to a temporary name and renaming, in the order
 the manifest lists (a harness's commit marker last). ``--dry-run`` prints the
 plan and writes nothing.
+
+Writes walk from the home one folder at a time, each opened relative to the
+one before without following a symlink (``dir_fd``, ``O_NOFOLLOW``), so a folder
+replaced by a symlink after the checks cannot send a file outside the home.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 HERE = Path(__file__).resolve().parent
 
 
-def fail(code: int, message: str) -> None:
+def fail(code: int, message: str) -> NoReturn:
     print(f"prepare: {message}", file=sys.stderr)
     raise SystemExit(code)
 
@@ -42,6 +47,49 @@ def inside(home: Path, rel: str) -> Path:
     if target.is_symlink():
         fail(1, f"refusing {rel!r}: {target} is a symlink")
     return target
+
+
+NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+
+
+def folder(home: Path, parts: tuple[str, ...], mode: int | None = None) -> int:
+    """An fd of ``home/parts``, each folder opened (or made) relative to the one before
+    and never through a symlink: one put there after the checks fails here. ``mode``:
+    that of the last folder when it is made."""
+    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    where = home
+    for i, part in enumerate(parts):
+        where = where / part
+        try:
+            try:
+                next_fd = os.open(part, NOFOLLOW_DIR, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(part, dir_fd=fd)
+                next_fd = os.open(part, NOFOLLOW_DIR, dir_fd=fd)
+                if mode is not None and i == len(parts) - 1:
+                    os.fchmod(next_fd, mode)
+        except OSError as exc:
+            os.close(fd)
+            fail(1, f"refusing to write under {where}: {exc.strerror} (a symlink or not a folder)")
+        os.close(fd)
+        fd = next_fd
+    return fd
+
+
+def install(fd: int, src: Path, name: str, mode: int, dst: Path) -> None:
+    """Copy ``src`` to ``name`` in the folder ``fd`` via a temporary name, no symlink
+    followed."""
+    tmp = f".{name}.prepare-tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        out = os.open(tmp, flags, 0o600, dir_fd=fd)
+    except OSError as exc:
+        fail(1, f"refusing to write {dst}: {exc.strerror}")
+    with src.open("rb") as fin, os.fdopen(out, "wb") as fout:
+        for chunk in iter(lambda: fin.read(1 << 20), b""):
+            fout.write(chunk)
+        os.fchmod(fout.fileno(), mode)
+    os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
 
 
 def digest(path: Path) -> tuple[str, int]:
@@ -84,17 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
         for path, mode in dirs:
-            if not path.exists():
-                path.mkdir(parents=True, mode=mode)
-                os.chmod(path, mode)
+            os.close(folder(home, path.relative_to(home).parts, mode))
         for src, dst, mode in plan:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(f".{dst.name}.prepare-tmp")
-            with src.open("rb") as fin, open(tmp, "xb") as fout:
-                for chunk in iter(lambda: fin.read(1 << 20), b""):
-                    fout.write(chunk)
-            os.chmod(tmp, mode)
-            os.replace(tmp, dst)
+            parts = dst.relative_to(home).parts
+            fd = folder(home, parts[:-1])
+            try:
+                install(fd, src, parts[-1], mode, dst)
+            finally:
+                os.close(fd)
     resume = manifest["resume"]["argv"]
     print(
         ("dry run: nothing written; " if args.dry_run else "installed; ")

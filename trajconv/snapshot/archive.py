@@ -23,6 +23,8 @@ The store knows no codec: it imports only ``trajconv.snapshot`` and
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import hashlib
 import io as _io
 import os
@@ -37,11 +39,19 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, BinaryIO, Literal
+from typing import IO, Annotated, Any, BinaryIO, Literal
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
+from trajconv.errors import (
+    FormatError,
+    NoSpaceError,
+    RefusedError,
+    UsageError,
+    VerifyError,
+    writing,
+)
 from trajconv.snapshot import hashing
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.builder import iso_ms
@@ -317,7 +327,7 @@ class Store:
             cls._atomic_write(root, root / MARKER, lambda handle: handle.write(marker), _ok)
             write = True
         try:
-            fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
+            fmt = orjson.loads(_read_capped(root / MARKER, _MARKER_MAX) or b"null").get("format")
         except (OSError, orjson.JSONDecodeError, AttributeError):
             fmt = None
         if fmt != STORE_FORMAT:
@@ -335,10 +345,29 @@ class Store:
             # A plain connection (only SELECTs follow) so SQLite can roll back the hot
             # journal of a run that was killed mid-transaction; mode=ro could not.
             conn = sqlite3.connect(index)
+        try:
+            problem = schema_problem(conn)
+        except sqlite3.Error as exc:
+            problem = str(exc)
+        if problem is not None:
+            conn.close()
+            raise FormatError(root / INDEX, f"{problem}; refusing to use this index")
         store = cls(root, conn, writable=write)
         if write:
             store._lock()
+            if store._lock_fd is not None:  # only while no other run can be writing
+                store._clean_tmp()
         return store
+
+    def _clean_tmp(self) -> None:
+        """Remove what a killed run left in ``tmp/`` (a write is whole or absent, so
+        nothing there is part of the store); safe under the lock, which no other run
+        holds now."""
+        tmpdir = self.root / TMP
+        for path in tmpdir.iterdir() if tmpdir.is_dir() else ():
+            if not path.is_dir() or path.is_symlink():  # a folder there is none of ours
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def _lock(self) -> None:
         if sys.platform == "win32":  # pragma: no cover
@@ -377,13 +406,15 @@ class Store:
         tmpdir = root / TMP
         tmpdir.mkdir(mode=0o700, exist_ok=True)
         tmp = tmpdir / f"{dest.name}.{os.getpid()}.{secrets.token_hex(6)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                write(handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-                size = handle.tell()
+            # a full disk names the store, and the temporary file goes (below)
+            with writing(root):
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    write(handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    size = handle.tell()
             check()
             os.replace(tmp, dest)
             return size
@@ -459,15 +490,20 @@ class Store:
             int(row.facts_changed),
             row.locator,
         )
-        self.conn.execute("BEGIN IMMEDIATE")
         try:
-            self.conn.execute(
-                f"INSERT INTO archived ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", values
-            )
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute(
+                    f"INSERT INTO archived ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", values
+                )
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_FULL:
+                raise
+            raise NoSpaceError(self.root / INDEX, OSError(errno.ENOSPC, str(exc))) from None
 
     # -- reading ---------------------------------------------------------------------
     @staticmethod
@@ -676,6 +712,20 @@ def _checked_in(root: Path) -> StoredCheck:
     return check
 
 
+_MARKER_MAX = 4096
+_WHOLE_DOCUMENT = 256 << 20
+"""A stored Snapshot that does not verify as it streams is parsed whole to name its
+problem, only up to this size (what a store writes streams; issue 25)."""
+
+
+def _read_capped(path: Path, cap: int) -> bytes | None:
+    """The file's bytes when it holds at most ``cap`` of them, else ``None``: a file
+    read whole is never read past its cap."""
+    with path.open("rb") as handle:
+        data = handle.read(cap + 1)
+    return data if len(data) <= cap else None
+
+
 def _sha256_file(path: Path) -> tuple[str, int]:
     digest = hashlib.sha256()
     size = 0
@@ -684,6 +734,36 @@ def _sha256_file(path: Path) -> tuple[str, int]:
             digest.update(chunk)
             size += len(chunk)
     return digest.hexdigest(), size
+
+
+@functools.cache
+def _expected_schema() -> frozenset[tuple[str, str, str, str]]:
+    """``sqlite_master`` of an index made by :data:`_SCHEMA`: what SQLite records of it."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    finally:
+        conn.close()
+
+
+def schema_problem(conn: sqlite3.Connection) -> str | None:
+    """What in the index's ``sqlite_master`` differs from :data:`_SCHEMA`, or ``None``.
+
+    An extra object (a trigger that deletes every row, a view, a changed column) would
+    change what the store does without any file of it failing a check (issue 25)."""
+    found = frozenset(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    expected = _expected_schema()
+    extra = sorted(found - expected)
+    if extra:
+        kind, name, _table, _sql = extra[0]
+        if any(e[:2] == (kind, name) for e in expected):
+            return f"{kind} {name!r} differs from the schema trajconv makes"
+        return f"unexpected {kind} {name!r} in the schema"
+    missing = sorted(expected - found)
+    if missing:
+        return f"{missing[0][0]} {missing[0][1]!r} is missing"
+    return None
 
 
 def _check_index(root: Path, report: StoreReport) -> list[IndexRow]:
@@ -700,6 +780,10 @@ def _check_index(root: Path, report: StoreReport) -> list[IndexRow]:
         check = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         if check != ["ok"]:
             report.problems.append(f"{INDEX}: integrity check: {'; '.join(check[:3])}")
+            return []
+        problem = schema_problem(conn)
+        if problem is not None:
+            report.problems.append(f"{INDEX}: {problem}")
             return []
         rows = [
             Store._row(v) for v in conn.execute(f"SELECT {_COLUMNS} FROM archived ORDER BY row")
@@ -722,7 +806,7 @@ def verify_store(root: Path) -> StoreReport:
     root = Path(root)
     report = StoreReport(path=str(root))
     try:
-        fmt = orjson.loads((root / MARKER).read_bytes()).get("format")
+        fmt = orjson.loads(_read_capped(root / MARKER, _MARKER_MAX) or b"null").get("format")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         fmt = None
     if fmt != STORE_FORMAT:
@@ -777,7 +861,14 @@ def verify_store(root: Path) -> StoreReport:
             doc_id, digests = found.id, found.digests
         else:
             try:
-                doc = snapio.parse_document(path.read_bytes(), rel)
+                data = _read_capped(path, _WHOLE_DOCUMENT)
+                if data is None:
+                    raise FormatError(
+                        rel,
+                        f"not laid out as trajconv writes a Snapshot, and over {_WHOLE_DOCUMENT} "
+                        "bytes to parse whole",
+                    )
+                doc = snapio.parse_document(data, rel)
                 snapio.validate_document(doc, rel)
             except (FormatError, OSError) as exc:
                 report.problems.append(str(exc))
@@ -996,7 +1087,7 @@ def import_store(file: Path, root: Path) -> Moved:
                     handle = tar.extractfile(member)
                     assert handle is not None
                     if rel == EXPORT_MANIFEST:
-                        manifest = orjson.loads(handle.read())
+                        manifest = orjson.loads(_manifest_bytes(handle, len(seen), file))
                         continue
                     if rel not in (MARKER, INDEX) and not _MEMBER.fullmatch(rel):
                         raise FormatError(file, f"damaged export: unexpected member {member.name}")
@@ -1035,14 +1126,58 @@ def import_store(file: Path, root: Path) -> Moved:
     )
 
 
+_MANIFEST_BASE = 4096
+_MANIFEST_PER_FILE = 512  # an entry takes about 170 bytes as export_store writes it
+
+
+def _manifest_bytes(handle: IO[bytes], files: int, file: Path) -> bytes:
+    """The manifest member, read whole only up to a size in proportion to the files
+    before it (it is the last member): a 1.5 MB export whose manifest was 1.5 GB of
+    whitespace took 3 GB of memory (issue 25)."""
+    cap = _MANIFEST_BASE + _MANIFEST_PER_FILE * (files + 1)
+    data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise FormatError(
+            file, f"damaged export: {EXPORT_MANIFEST} is over {cap} bytes for {files} files"
+        )
+    return data
+
+
+class _ManifestEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    path: str
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    size: int = Field(ge=0)
+
+
+class _Manifest(BaseModel):
+    """``MANIFEST.json`` of a store export, checked by the models like everything else
+    (a ``"size": "abc"`` used to end in a ValueError traceback)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    format: Literal["trajconv.store-export/1"]
+    store: Literal["trajconv.store/1"]
+    files: list[_ManifestEntry]
+
+
 def _check_manifest(file: Path, manifest: Any, seen: Mapping[str, tuple[str, int]]) -> None:
-    if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
+    if manifest is None:
         raise FormatError(file, f"damaged export: no {EXPORT_FORMAT} manifest")
+    try:
+        checked = _Manifest.model_validate(manifest)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise FormatError(
+            file, f"damaged export: {EXPORT_MANIFEST} at {where}: {first['msg']}"
+        ) from None
     listed: dict[str, tuple[str, int]] = {}
-    for entry in manifest.get("files", []):
-        if not isinstance(entry, dict):
-            raise FormatError(file, "damaged export: the manifest is malformed")
-        listed[str(entry.get("path"))] = (str(entry.get("sha256")), int(entry.get("size", -1)))
+    for entry in checked.files:
+        if entry.path in listed:
+            raise FormatError(file, f"damaged export: {entry.path} is listed twice")
+        listed[entry.path] = (entry.sha256, entry.size)
     missing = sorted(set(listed) - set(seen))
     extra = sorted(set(seen) - set(listed))
     if missing or extra:

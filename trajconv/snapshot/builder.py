@@ -11,15 +11,17 @@ import codecs
 import contextlib
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypedDict
 
+import orjson
 from pydantic import JsonValue
 
-from trajconv.errors import FormatError, LimitError
+from trajconv.errors import NO_SPACE, FormatError, LimitError, NoSpaceError
 from trajconv.snapshot import hashing, secrets
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
@@ -253,6 +255,21 @@ class ArtifactWriter:
         return (self.name, media_type, sha256, self.size, encoding, file, self._offset)
 
 
+def _as_spooled(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` as the spool and the Snapshot file will hold it: an integer beyond 64 bits
+    (which ``orjson`` cannot write) as the double ``orjson`` reads its digits as, so the
+    chain hashes what is written (integers up to 64 bits keep their digits, hashing too)."""
+    try:
+        orjson.dumps(rec)
+    except orjson.JSONEncodeError:
+        try:
+            converted: dict[str, Any] = orjson.loads(json.dumps(rec))
+        except (ValueError, TypeError):
+            return rec  # NaN, an infinity: hashing names it
+        return converted
+    return rec
+
+
 class SnapshotBuilder:
     """Accumulates one session's records, artifacts and diagnostics.
 
@@ -326,6 +343,8 @@ class SnapshotBuilder:
             if rec["seq"] >= below:
                 break
             plain = plain_record(rec)
+            if not plain:
+                rec = _as_spooled(rec)
             try:
                 self._digest = hashing.record_digest(self._digest, rec, plain=plain)
             except ValueError as exc:  # NaN, an infinity, an integer no double holds
@@ -413,6 +432,11 @@ class SnapshotBuilder:
     def has_artifact(self, name: str) -> bool:
         return self._artifacts.find(name) is not None
 
+    def artifact_size(self, name: str) -> int | None:
+        """The size of the artifact kept as ``name`` (after stripping), or ``None``."""
+        i = self._artifacts.find(name)
+        return None if i is None else self._artifacts.entry(i)[3]
+
     def add_artifact(self, name: str, media_type: str, data: bytes) -> Blob:
         """Keep a small native file's bytes; JSON and YAML lose credential-looking members.
 
@@ -423,6 +447,8 @@ class SnapshotBuilder:
             data, dropped = secrets.strip_json_bytes(data)
         elif media_type in ("application/yaml", "text/yaml"):
             data, dropped = secrets.strip_yaml_bytes(data)
+        elif media_type == secrets.NDJSON:
+            data, dropped = secrets.strip_jsonl_bytes(data)
         for path in dropped:
             self.diagnostics.add("secret-dropped", f"{name}:{path}")
         writer = ArtifactWriter(name, self._pack)
@@ -464,23 +490,33 @@ class SnapshotBuilder:
 
         The reader parses the returned copy, not the native file, so the records and
         the artifact are the same bytes even if the harness appends meanwhile. Over
-        ``limit`` bytes is a LimitError naming ``limit_name``. Nothing is stripped here:
-        JSON and YAML files go through :meth:`add_artifact`, which strips their secrets,
+        ``limit`` bytes is a LimitError naming ``limit_name``. A JSON Lines file
+        (``application/x-ndjson``) loses credential-looking members line by line
+        (``secrets.JsonlStripper``), its other lines kept byte for byte; JSON and YAML
+        files go through :meth:`add_artifact`, which strips their secrets,
         or are checked by the caller, whose ``add_artifact`` of the stripped bytes then
         replaces this copy (fx's large ``session.json``). ``utf8``: see
         :meth:`artifact_writer`; ``watch`` sees each chunk as it is copied (a reader's
         pre-scan without reading the file again).
         """
+        # a journal loses credential-looking members line by line, the rest as it is
+        jsonl = secrets.JsonlStripper() if media_type == secrets.NDJSON else None
         try:
             with path.open("rb") as src, self.artifact_writer(name, media_type, utf8=utf8) as out:
                 while chunk := src.read(CHUNK):
                     if out.size + len(chunk) > limit:
                         raise LimitError(path, limit_name, limit)
-                    out.write(chunk)
+                    out.write(jsonl.feed(chunk) if jsonl is not None else chunk)
                     if watch is not None:
                         watch(chunk)
+                if jsonl is not None:
+                    out.write(jsonl.finish())
         except OSError as exc:
+            if exc.errno in NO_SPACE:  # the copy's side: the spool folder filled up
+                raise NoSpaceError(self._spool.dir.parent, exc) from None
             raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+        for where in jsonl.dropped if jsonl is not None else ():
+            self.diagnostics.add("secret-dropped", f"{name}:{where}")
         return Blob(path=self._files[-1], size=out.size, keep=self._spool)
 
     def _settle_encoding(self, name: str, is_utf8: bool | None) -> None:
@@ -517,12 +553,20 @@ class SnapshotBuilder:
         artifacts = ArtifactLog(self._artifacts, self._files, self._spool)
         self._artifacts = ArtifactTable()
         sid = hashing.snapshot_id(FORMAT, source, session, self._digest, artifacts.metadata())
+        diagnostics = tuple(self.diagnostics.to_models())
+        producer = Producer(version=__version__, reader=self.reader)
+        meta = hashing.meta_hash(
+            (d.model_dump(mode="json") for d in diagnostics),
+            producer.model_dump(mode="json"),
+            artifacts.metadata(),
+        )
         return Snapshot.model_construct(
             id=sid,
+            meta_hash=meta,
             source=self.source,
             session=Session.model_validate(session),
             records=records,
             artifacts=artifacts,
-            diagnostics=tuple(self.diagnostics.to_models()),
-            producer=Producer(version=__version__, reader=self.reader),
+            diagnostics=diagnostics,
+            producer=producer,
         )

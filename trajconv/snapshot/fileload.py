@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from trajconv.snapshot import hashing
 from trajconv.snapshot.builder import ArtifactWriter, plain_record
+from trajconv.snapshot.io import strict_loads
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
@@ -73,7 +74,7 @@ _RECORD = b"    {\n"
 _RECORD_END = (b"    },\n", b"    }\n")
 _DATA = b'      "data": '
 _STORED = b"null\n"  # an archive store's Snapshot: the artifact is a file of the store
-_HEAD = ("format", "id", "source", "session")
+_HEAD = ("format", "id", "meta_hash", "source", "session")
 _FOOT = ("diagnostics", "producer")
 _META = ("name", "media_type", "sha256", "size", "encoding")
 
@@ -119,12 +120,25 @@ def _in_model_order(rec: dict[str, Any]) -> bool:
 
 
 def _object(lines: list[bytes]) -> dict[str, Any]:
-    """The members given as lines (the last one may end with a comma) as an object."""
+    """The members given as lines (the last one may end with a comma) as an object; one
+    naming a member twice, or with an integer beyond 64 bits, is not the layout."""
     body = b"".join(lines).rstrip(b"\n").removesuffix(b",")
-    value = orjson.loads(b"{" + body + b"}")
+    try:
+        value = strict_loads(b"{" + body + b"}")
+    except ValueError:
+        raise _NotTheLayout from None
     if not isinstance(value, dict):
         raise _NotTheLayout
     return value
+
+
+def _as_written(text: bytes, value: Any) -> bool:
+    """Whether ``text``, a record's lines as the file holds them (its closing brace
+    aside), is exactly how :func:`trajconv.snapshot.io.write` writes ``value``: then no
+    member is named twice and no number was read as another (issue 25); otherwise the
+    record is read again by ``strict_loads``, which checks both."""
+    written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+    return b"    " + written[: -len(b"    }")] == text
 
 
 def _high_surrogate_escape(buf: bytes, at: int) -> bool:
@@ -304,9 +318,17 @@ class _Loader:
         sid = hashing.snapshot_id(FORMAT, source_json, session_json, digest, art_log.metadata())
         if sid != head["id"]:
             raise _NotTheLayout
+        meta = hashing.meta_hash(
+            (d.model_dump(mode="json") for d in diagnostics),
+            producer.model_dump(mode="json"),
+            art_log.metadata(),
+        )
+        if meta != head["meta_hash"]:
+            raise _NotTheLayout
         if log is not None:
             self.snapshot = Snapshot.model_construct(
                 id=sid,
+                meta_hash=meta,
                 source=source,
                 session=session,
                 records=log,
@@ -344,7 +366,13 @@ class _Loader:
                 if not line.endswith(b"\n"):
                     raise _NotTheLayout
                 lines.append(line)
-            rec = orjson.loads(b"".join(lines) + b"}")
+            text = b"".join(lines)
+            rec = orjson.loads(text + b"}")
+            if not _as_written(text, rec):  # another writer's escapes or order: read strictly
+                try:
+                    rec = strict_loads(text + b"}")
+                except ValueError:
+                    raise _NotTheLayout from None
             if type(rec) is not dict or rec.get("seq") != seq:
                 raise _NotTheLayout
             stated = rec.pop("hash", None)

@@ -1,13 +1,15 @@
 """Canonical JSON and the Snapshot hash chain (docs/design.md §3).
 
-Canonical JSON is RFC 8785 (JCS). The ``rfc8785`` package is the reference; values
+Canonical JSON is RFC 8785 (JCS), with one exception: an integer beyond ±2^53 keeps
+its exact digits (:func:`canonical`). The ``rfc8785`` package is the reference; values
 made only of objects with keys below U+E000, arrays, strings, booleans, null and
 integers in the IEEE-754 safe range take a fast path through ``orjson`` with sorted
 keys, which gives the same bytes (``tests/core/test_canonical.py`` proves it on the
 RFC's vectors and on generated values); anything else goes to ``rfc8785``.
 ``h[-1] = sha256(JCS({format, source}))`` (session facts are left to the id);
 ``h[i] = sha256(h[i-1] || JCS(record_i without "hash"))``;
-``id = sha256(JCS({format, source, session, last, artifacts: [{name, sha256, size}]}))``.
+``id = sha256(JCS({format, source, session, last, artifacts: [{name, sha256, size}]}))``;
+``meta_hash = sha256(JCS({diagnostics, media_types: [{name, media_type}], producer}))``.
 Every function here works on plain JSON values, so ``verify`` checks exactly
 the bytes a Snapshot file holds, independent of model defaults.
 """
@@ -60,10 +62,12 @@ def canonical(value: Any, *, plain: bool = False) -> bytes:
     """RFC 8785 canonical bytes of a JSON value (``plain``: :func:`plain_json` is known to
     hold for it, so the walk is skipped).
 
-    JCS reads every number as an IEEE-754 double (RFC 8785 §3.2.2.3), so an integer
-    beyond ±2^53 is hashed as the double it reads as, where the ``rfc8785`` package
-    refuses it; the record keeps its exact digits. A value JCS cannot hold at all (NaN,
-    an infinity, an integer beyond the doubles) raises ``ValueError``.
+    JCS reads every number as an IEEE-754 double (RFC 8785 §3.2.2.3), where an integer
+    beyond ±2^53 loses digits (the ``rfc8785`` package refuses it): two integers that
+    read as the same double would hash the same, and a tampered one verify. Such an
+    integer is written with its exact digits instead (everything else as JCS writes it),
+    so what is hashed is what the Snapshot holds. A value JCS cannot hold at all (NaN,
+    an infinity) raises ``ValueError``.
     """
     if plain or plain_json(value):
         try:
@@ -73,22 +77,21 @@ def canonical(value: Any, *, plain: bool = False) -> bytes:
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError:
-        return rfc8785.dumps(_as_doubles(value))
+        return _exact(value)
 
 
-def _as_doubles(value: Any) -> Any:
-    """``value`` with each integer outside the safe range as the double JCS reads it as."""
+def _exact(value: Any) -> bytes:
+    """JCS of ``value`` with each integer beyond the safe range as its exact digits."""
     if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        try:
-            return float(value)
-        except OverflowError:
-            bits = value.bit_length()
-            raise ValueError(f"an integer of {bits} bits is beyond JSON numbers") from None
+        return str(value).encode()
     if isinstance(value, dict):
-        return {key: _as_doubles(item) for key, item in value.items()}
+        if not all(type(key) is str for key in value):
+            return rfc8785.dumps(value)  # the reference names what is wrong
+        items = sorted(value.items(), key=lambda item: item[0].encode("utf-16-be"))
+        return b"{" + b",".join(rfc8785.dumps(k) + b":" + _exact(v) for k, v in items) + b"}"
     if isinstance(value, list):
-        return [_as_doubles(item) for item in value]
-    return value
+        return b"[" + b",".join(_exact(item) for item in value) + b"]"
+    return rfc8785.dumps(value)
 
 
 def header_digest(fmt: str, source: Mapping[str, Any]) -> bytes:
@@ -151,6 +154,28 @@ def snapshot_id(
         {"format": fmt, "source": dict(source), "session": dict(session), "last": last.hex()}
     )
     digest.update(b"]," + rest[1:])  # the rest's members after the array, in JCS order
+    return PREFIX + digest.hexdigest()
+
+
+def meta_hash(
+    diagnostics: Iterable[Mapping[str, Any]],
+    producer: Mapping[str, Any],
+    artifacts: Iterable[Mapping[str, Any]],
+) -> str:
+    """``sha256(JCS({diagnostics, media_types: [{name, media_type}], producer}))``: what
+    the id leaves out but a writer or reader of the Snapshot acts on (a diagnostic that
+    makes a writer refuse, the producer, how each artifact is typed). Kept beside the
+    id (``meta_hash``), so a better reader's new diagnostic does not change the identity
+    of unchanged content, yet none of these changes without ``verify`` saying so.
+    """
+    digest = hashlib.sha256(b'{"diagnostics":')
+    digest.update(canonical([dict(d) for d in diagnostics]))
+    digest.update(b',"media_types":[')
+    for i, a in enumerate(artifacts):
+        if i:
+            digest.update(b",")
+        digest.update(canonical({"media_type": a["media_type"], "name": a["name"]}))
+    digest.update(b'],"producer":' + canonical(dict(producer)) + b"}")
     return PREFIX + digest.hexdigest()
 
 

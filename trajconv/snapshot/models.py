@@ -199,6 +199,10 @@ class Producer(_Model):
 class Snapshot(_Model):
     format: Literal["trajconv.snapshot/1"] = "trajconv.snapshot/1"
     id: Hash
+    """The content's identity: source, session facts, the record chain, artifact digests."""
+    meta_hash: Hash
+    """Binds what the id leaves out: diagnostics, producer, artifact media types
+    (``hashing.meta_hash``)."""
     source: Source
     session: Session
     records: Annotated[Sequence[Record], PlainSerializer(list, return_type=list[Record])]

@@ -485,10 +485,11 @@ class ArtifactLog(Sequence["Artifact"]):
                 os.close(fd)
 
     def metadata(self) -> Iterator[dict[str, Any]]:
-        """name, sha256 and size of each artifact (what the Snapshot id hashes), no model."""
+        """name, sha256 and size of each artifact (what the Snapshot id hashes) and its
+        media type (what ``meta_hash`` hashes), no model."""
         for i in self._order:
-            name, _media, sha256, size, *_rest = self._table.entry(i)
-            yield {"name": name, "sha256": sha256, "size": size}
+            name, media, sha256, size, *_rest = self._table.entry(i)
+            yield {"name": name, "media_type": media, "sha256": sha256, "size": size}
 
     __eq__ = _sequence_eq
     __hash__ = None  # type: ignore[assignment]

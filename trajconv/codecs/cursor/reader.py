@@ -90,6 +90,8 @@ class _Projector:
         self.path = path
         self.limits = limits
         self.total = 0
+        self.expanded = 0
+        """Message bytes projected, a blob counted at every reference (issue 25)."""
         self.turn: int | None = None
         self.calls: dict[str, int] = {}
         self.answered: set[str] = set()
@@ -117,6 +119,10 @@ class _Projector:
         return has(blob_artifact(bid, "message")) or has(blob_artifact(bid, "root"))
 
     def message(self, pos: int, bid: str, obj: Any) -> None:
+        # A root may reference one blob many times (equal messages share an id); each
+        # reference becomes records, so the limit counts the bytes at every reference.
+        self.expanded += self.b.artifact_size(blob_artifact(bid, "message")) or 0
+        self.limits.check_expansion(self.expanded, self.total, self.path)
         if not isinstance(obj, dict) or not isinstance(obj.get("role"), str):
             raise FormatError(self.path, "message blob is not a {role, content} object", blob=bid)
         role = obj["role"]
