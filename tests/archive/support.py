@@ -115,6 +115,21 @@ def growing_snapshot() -> Snapshot:
     return trajconv.read("grok", sdir)
 
 
+def _options(harness: str, user_home: Path) -> list[str]:
+    """What a harness's prepare.py needs here: Gemini CLI's own cleanup would delete a
+    session this old at its next start, so its prepare refuses one without ``--touch``;
+    OpenCode's prepare runs the real ``opencode import`` (in the tools folder) in the
+    session's project folder, which does not exist here (the home stands in)."""
+    if harness == "gemini":
+        return ["--touch"]
+    if harness == "opencode":
+        from trajconv.loaders import opencode, tools_dir
+
+        exe = opencode.find(tools_dir())
+        return ["--cwd", str(user_home), *(["--opencode", str(exe)] if exe else [])]
+    return []
+
+
 def install(snapshot: Snapshot, harness: str, tmp: Path, user_home: Path) -> dict[str, Any]:
     """Write ``snapshot`` for ``harness`` and install it into ``user_home`` with prepare.py."""
     out = tmp / f"export-{harness}-{snapshot.id[7:19]}"
@@ -127,7 +142,13 @@ def install(snapshot: Snapshot, harness: str, tmp: Path, user_home: Path) -> dic
     errors = []
     for python in pythons:
         proc = subprocess.run(
-            [python, str(out / "prepare.py"), "--home", str(user_home)],
+            [
+                python,
+                str(out / "prepare.py"),
+                "--home",
+                str(user_home),
+                *_options(harness, user_home),
+            ],
             capture_output=True,
             text=True,
             env=env,
@@ -158,12 +179,14 @@ def replace_session(
     """Put the session as ``source`` holds it in place of ``target``'s (a harness rewrite).
 
     ``source`` and ``target`` are (user home, native home). The session is what the
-    export manifest lists as ``session_paths`` (home-relative); a database target lists
-    none, so the file ``discover`` points at is replaced with its SQLite sidecars.
+    export manifest lists as ``session_paths`` (home-relative) where prepare put it there;
+    otherwise (a database target lists none) the file ``discover`` points at is replaced,
+    with its SQLite sidecars.
     """
-    if manifest["session_paths"]:
-        pairs = [(source[0] / rel, target[0] / rel) for rel in manifest["session_paths"]]
-    else:
+    listed = [(source[0] / rel, target[0] / rel) for rel in manifest["session_paths"]]
+    if listed and all(dst.exists() for _src, dst in listed):
+        pairs = listed
+    else:  # a database, or a prepare that chose the place (Gemini's project folders)
         rel = ref_path.relative_to(target[1])
         src, dst = source[1] / rel, target[1] / rel
         pairs = [(src, dst)]

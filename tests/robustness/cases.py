@@ -76,6 +76,16 @@ def _deepagents_units(snap: Snapshot, victim: Path) -> int | None:
         return None
 
 
+def _atif_units(snap: Snapshot, victim: Path) -> int | None:
+    """Steps of the trajectory, plus its embedded subagents (the reader's unit)."""
+    import json
+
+    doc = json.loads(victim.read_bytes())
+    if doc.get("continued_trajectory_ref"):
+        return None  # read on into another file: not this counter's business
+    return len(doc["steps"]) + len(doc.get("subagent_trajectories") or ())
+
+
 def _opencode_units(snap: Snapshot, victim: Path) -> int | None:
     import sqlite3
 
@@ -84,7 +94,7 @@ def _opencode_units(snap: Snapshot, victim: Path) -> int | None:
     try:
         con = sqlite3.connect(f"file:{victim}?mode=ro", uri=True)
         try:
-            damaged = con.execute("pragma quick_check").fetchone()[0] != "ok"
+            damaged = con.execute("pragma integrity_check").fetchone()[0] != "ok"
         finally:
             con.close()
         # on damaged pages two query plans can see different rows: no independent count
@@ -121,6 +131,8 @@ TARGETS: dict[str, Target] = {
         lambda snap, victim: _journal_units(victim.name)(snap, victim),
     ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
+    # documents that continue in no other file
+    "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
 }

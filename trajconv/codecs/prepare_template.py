@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     for _src, dst, mode in plan:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
+        home.mkdir(parents=True, exist_ok=True)  # a fresh --home, as before: made, not opened
         for path, mode in dirs:
             os.close(folder(home, path.relative_to(home).parts, mode))
         for src, dst, mode in plan:

@@ -268,13 +268,19 @@ def request_items(body: JsonObj) -> list[JsonObj]:
     return items
 
 
+def _text(kind: str, text: str) -> str:
+    """A user text as compared: the CLI merges consecutive user messages into one and ends
+    each merged text but the last with a newline, which is no change to the conversation."""
+    return text.rstrip("\n") if kind == "user" else text
+
+
 def conversation(items: list[JsonObj]) -> list[tuple[Any, ...]]:
     """Request items without the CLI's system context, as comparable tuples."""
     out: list[tuple[Any, ...]] = []
     for it in items:
         kind = it["kind"]
         if kind in ("user", "assistant", "reasoning"):
-            out.append((kind, it["text"]))
+            out.append((kind, _text(kind, it["text"])))
         elif kind == "tool-call":
             out.append((kind, it["name"], it["arguments"]))
         elif kind == "tool-result":
@@ -288,7 +294,7 @@ def snapshot_items(snap: Snapshot) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     for r in snap.records:
         if r.kind in ("user", "assistant", "reasoning"):
-            out.append((r.kind, r.text))
+            out.append((r.kind, _text(r.kind, r.text)))
         elif r.kind == "tool-call":
             out.append((r.kind, r.call.name, r.call.arguments))
         elif r.kind == "tool-result":

@@ -166,6 +166,8 @@ class _Projector:
 
     def item(self, number: int, p: dict[str, Any], time: str | None) -> None:
         ptype = p.get("type")
+        if not isinstance(ptype, str):  # a type that is no name is an unknown kind
+            ptype = repr(ptype)[:40]
         nk = f"{native.RESPONSE_ITEM}:{ptype}"
         place = self.place(number)
         if ptype == "message":

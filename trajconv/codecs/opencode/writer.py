@@ -60,10 +60,12 @@ def ms(time: str | None) -> int | None:
 
 
 class Ids:
-    """OpenCode-shaped ids, derived from the Snapshot id (``[OC-id]`` in the spec)."""
+    """OpenCode-shaped ids (``[OC-id]`` in the spec), derived from the source session, not
+    the Snapshot id: a session that grew gets the same ids for what it already had, so a
+    re-converted, grown session extends the one written before."""
 
-    def __init__(self, snapshot_id: str, base_ms: int) -> None:
-        self.seed = snapshot_id
+    def __init__(self, seed: str, base_ms: int) -> None:
+        self.seed = seed
         self.next = (base_ms * 4096) & MASK
         self.n = 0
 
@@ -328,7 +330,7 @@ def plan(
     if created is None:
         first = next((ms(r.time) for r in snapshot.records if r.time), None)
     base = created if created is not None else first if first is not None else 0
-    ids = Ids(snapshot.id, base)
+    ids = Ids(f"{snapshot.source.harness}:{snapshot.session.id}", base)
     sid = session_id(snapshot, ids, base, diags)
     diags.add("ids-derived", "message and part ids")
 
