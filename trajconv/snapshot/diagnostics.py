@@ -113,6 +113,13 @@ _CODES: tuple[Code, ...] = (
         "info",
         "state rows of a subgraph or subagent namespace; kept in artifacts, not projected",
     ),
+    _r(
+        "context-not-projected",
+        "info",
+        "text the harness put around or before the user's messages for the model (date, "
+        "workspace facts, reminders) is kept in artifacts, not in the records",
+        units=False,
+    ),
     # writer
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
