@@ -225,6 +225,32 @@ def test_chat_history_puts_the_user_message_before_its_tool_calls(tmp_path: Path
     assert items[1]["tool_calls"][0]["id"] == "call_s"
 
 
+def test_chat_history_is_what_grok_itself_sends_the_model(tmp_path: Path) -> None:
+    """Reasoning goes into the history Grok replays to the model, prompts in <user_query>,
+    as in the history Grok wrote itself (issue 23: it had no reasoning entries)."""
+    sdir = next(GROK.glob("recorded-multi-turn/sessions/*/*"))
+    _snap, out = _convert(sdir, tmp_path / "out")
+
+    def history(path: Path) -> list[dict[str, object]]:
+        return [json.loads(x) for x in path.read_text().splitlines()]
+
+    mine = history(next(out.glob("home/.grok/sessions/*/*/chat_history.jsonl")))
+    injected = ("<user_info>", "<system-reminder>")  # Grok's context entries, not prompts
+    grok_own = [
+        i
+        for i in history(sdir / "chat_history.jsonl")
+        if i["type"] != "system"
+        and not (i["type"] == "user" and i["content"][0]["text"].startswith(injected))  # type: ignore[index]
+    ]
+    assert [i["type"] for i in mine] == [i["type"] for i in grok_own]
+    assert [i for i in mine if i["type"] == "reasoning"] == [
+        i for i in grok_own if i["type"] == "reasoning"
+    ]
+    assert [i["content"] for i in mine if i["type"] == "user"] == [
+        i["content"] for i in grok_own if i["type"] == "user"
+    ]
+
+
 def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
     src = next(GROK.glob("rewind/sessions/*/*"))
     sdir = tmp_path / "s" / src.name

@@ -7,7 +7,11 @@ compact in envelope key order, and ``summary.json`` is written last as the
 commit marker. Unlike an import, the writer also writes ``chat_history.jsonl``:
 Grok's rebuild puts a turn's user message after its tool calls when the turn
 opens with a tool call (``grok-native-loader.md`` §4.4), and it keeps a
-hand-written history as it is.
+hand-written history as it is. That history is what Grok sends the model when the
+session is continued, so it is written the way Grok writes its own (observed in the
+recorded fixtures and their continuation baseline, although ``grok-build.md`` §3.4 calls
+thoughts display-only): each prompt inside ``<user_query>``, and a ``reasoning`` item
+before the response it belongs to, which Grok replays as ``reasoning_content``.
 
 Grok has no slot for system text or observations in its journal; those are
 ``untranslated-*``. Times and event ids are written only where the Snapshot has
@@ -113,8 +117,18 @@ class _ChatHistory:
         return self.open
 
     def user(self, text: str) -> None:
+        # Grok shows the model every prompt inside <user_query> (its own sessions' history
+        # holds it so: fixtures/grok/recorded-*/…/chat_history.jsonl).
         self.close()
-        self._write({"type": "user", "content": [{"type": "text", "text": text}]})
+        wrapped = f"<user_query>\n{text}\n</user_query>"
+        self._write({"type": "user", "content": [{"type": "text", "text": wrapped}]})
+
+    def reasoning(self, text: str) -> None:
+        """A reasoning item before the response it belongs to, as Grok writes its own; Grok
+        sends these back to the model when the session is continued (``reasoning_content``)."""
+        self.close()
+        summary = [{"type": "summary_text", "text": text}]
+        self._write({"type": "reasoning", "id": "", "summary": summary})
 
     def text(self, text: str) -> None:
         self._assistant()
@@ -181,11 +195,11 @@ def plan(
                 }
                 chat.text(rec.text)
             elif rec.kind == "reasoning":
-                # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
                 update = {
                     "sessionUpdate": native.THOUGHT_CHUNK,
                     "content": {"type": "text", "text": rec.text},
                 }
+                chat.reasoning(rec.text)
             elif rec.kind == "tool-call":
                 update = {
                     "sessionUpdate": native.TOOL_CALL,
