@@ -336,3 +336,16 @@ def test_streamed_lines_are_cut_and_counted_like_in_memory_ones(
 
     for limit in (8, 30, 1000):
         assert run(jsonl.iter_file_objects, path, limit) == run(jsonl.iter_objects, data, limit)
+
+
+def test_tool_results_keep_the_text_grok_showed_the_model() -> None:
+    """A result's output is the history's text (exit status line, listing text), not the
+    journal's display form or rawOutput JSON (issue 23, class 3); injected context is named."""
+    sdir = next(GROK.glob("recorded-multi-turn/sessions/*/*"))
+    snap = trajconv.read("grok", sdir)
+    outputs = {r.result.call_id: r.result.output for r in snap.records if r.kind == "tool-result"}
+    assert outputs["call_mt_1"] == "- /work/demo/src/\n  - app.py\n  - util.py"
+    assert outputs["call_mt_2"] == "exit: 0\n4 src/app.py\n"
+    assert outputs["call_mt_4"] == "The file src/util.py has been updated successfully."
+    codes = {d.code: d.count for d in snap.diagnostics}
+    assert codes["context-not-projected"] == 2  # <user_info> and <system-reminder>
