@@ -528,6 +528,21 @@ def test_grok_to_copilot_export_snapshot(tmp_path: Path, snapshot) -> None:
     assert export_tree(export.out_dir) == snapshot
 
 
+def test_one_response_is_one_assistant_message(tmp_path: Path) -> None:
+    """Grok writes a response's reasoning, text and calls as journal lines of their own; in
+    Copilot they are one assistant.message, so the model sees no empty assistant messages
+    (issue 23, class 2)."""
+    _foreign("grok")
+    src = trajconv.discover("grok", FIXTURES / "grok" / "recorded-multi-turn")[0].path
+    export = write(trajconv.read("grok", src), tmp_path / "out", allow_lossy=True)
+    events = [json.loads(x) for x in exported_session(export).joinpath("events.jsonl").open()]
+    messages = [e["data"] for e in events if e["type"] == "assistant.message"]
+    assert all(m["content"] or m.get("toolRequests") for m in messages)
+    # Grok's recorded session: four responses, each with reasoning; one of them two calls
+    assert len(messages) == 5 and all(m.get("reasoningText") for m in messages[:4])
+    assert [len(m.get("toolRequests", [])) for m in messages] == [2, 0, 1, 1, 0]
+
+
 def test_copilot_to_grok_export_snapshot(tmp_path: Path, snapshot) -> None:
     if "grok" not in registry.names():
         pytest.skip("the grok codec is not registered in this install")

@@ -83,12 +83,21 @@ class _Group:
             return self.text.model
         return self.reasoning.model if self.reasoning is not None else None
 
-    def accepts(self, rec: ReasoningRecord | AssistantRecord | ToolCallRecord) -> bool:
-        """True when ``rec`` can join: same time and turn, in the reader's order, same model."""
+    def accepts(
+        self, rec: ReasoningRecord | AssistantRecord | ToolCallRecord, by_time: bool
+    ) -> bool:
+        """True when ``rec`` can join: same turn, in the reader's order, same model.
+
+        One model response is one ``assistant.message`` (Copilot sends each back as one
+        assistant message; splitting one made the model see empty assistant messages, issue
+        23). A Copilot source marks its messages by time (``by_time``: the records of one
+        event share it); other sources' responses are the runs of reasoning, text and calls
+        between users and tool results, whatever their times.
+        """
         if self.empty:
             return True
         head = self.first
-        if rec.time != head.time or rec.turn != head.turn:
+        if rec.turn != head.turn or (by_time and rec.time != head.time):
             return False
         if isinstance(rec, ReasoningRecord):
             return False
@@ -258,6 +267,7 @@ def plan(
     with body_path.open("wb") as body:
         out = _Emitter(snapshot, diags, body, created or EPOCH)
         group = _Group()
+        by_time = snapshot.source.harness == "copilot"
         for rec in snapshot.records:
             if rec.time:
                 last_time = rec.time
@@ -267,7 +277,7 @@ def plan(
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
             if isinstance(rec, ReasoningRecord | AssistantRecord | ToolCallRecord):
-                if not group.accepts(rec):
+                if not group.accepts(rec, by_time):
                     out.group(group)
                     group = _Group()
                 if isinstance(rec, ReasoningRecord):
