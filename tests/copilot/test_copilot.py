@@ -543,6 +543,38 @@ def test_one_response_is_one_assistant_message(tmp_path: Path) -> None:
     assert [len(m.get("toolRequests", [])) for m in messages] == [2, 0, 1, 1, 0]
 
 
+def test_an_error_note_written_back_is_named(tmp_path: Path) -> None:
+    """A session.error comes back as a session.info note (its errorType is not in the
+    Snapshot); the writer says so instead of changing it silently (issue 23, class 4)."""
+    src = session_dir(CASES[0])
+    folder = tmp_path / "state" / src.name
+    shutil.copytree(src, folder)
+    events = folder / "events.jsonl"
+    last = json.loads(events.read_text().splitlines()[-1])
+    error = {
+        "type": "session.error",
+        "data": {"errorType": "model_call", "message": "Model call failed: 500"},
+        "id": "0f6c9a3e-1b2d-4e5f-8a7b-9c0d1e2f3a4b",
+        "timestamp": last["timestamp"],
+        "parentId": last["id"],
+    }
+    with events.open("a") as fh:
+        fh.write(json.dumps(error) + "\n")
+    snap = read(folder)
+    assert [r.text for r in snap.records if r.kind == "observation"][-1] == error["data"]["message"]
+    export = write(snap, tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("untranslated-note-kind") == 1
+
+
+def test_the_context_the_model_saw_is_named() -> None:
+    """Copilot sends the model transformedContent (a <current_datetime> block, then the
+    prompt); the Snapshot keeps the prompt and names the difference (issue 23, class 6)."""
+    snap = read(FIXTURES / "copilot" / "recorded-tool-failures")
+    codes = {d.code: d.count for d in snap.diagnostics}
+    assert codes["context-not-projected"] == sum(r.kind == "user" for r in snap.records) == 1
+
+
 def test_copilot_to_grok_export_snapshot(tmp_path: Path, snapshot) -> None:
     if "grok" not in registry.names():
         pytest.skip("the grok codec is not registered in this install")

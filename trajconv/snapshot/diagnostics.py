@@ -151,6 +151,12 @@ _CODES: tuple[Code, ...] = (
         "info",
         "consecutive messages of one role become one message in the target",
     ),
+    _w(
+        "untranslated-note-kind",
+        "info",
+        "an error or warning note is written as an info note: the target's error and warning "
+        "events need fields the Snapshot does not hold (error type, status code)",
+    ),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
     _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
     _w(

@@ -314,6 +314,10 @@ def plan(
                 out.emit(native.SYSTEM_MESSAGE, {"content": rec.text, "role": "system"}, rec.time)
             elif rec.kind == "observation":
                 out.turn(rec.turn, rec.time)
+                if rec.evidence.native in (native.SESSION_ERROR, native.SESSION_WARNING):
+                    # session.error/.warning need an errorType/warningType the Snapshot does
+                    # not hold: the note is kept, as session.info, and the change is named
+                    diags.add("untranslated-note-kind", rec.id, name=rec.evidence.native)
                 out.emit(
                     native.SESSION_INFO,
                     {"infoType": OBSERVATION_INFO_TYPE, "message": rec.text},
