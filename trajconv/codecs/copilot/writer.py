@@ -32,6 +32,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
+    exit_code_shown,
     safe_component,
 )
 from trajconv.codecs.copilot import layout, native
@@ -267,7 +268,7 @@ def plan(
     with body_path.open("wb") as body:
         out = _Emitter(snapshot, diags, body, created or EPOCH)
         group = _Group()
-        by_time = snapshot.source.harness == "copilot"
+        by_time = snapshot.source.harness == "copilot"  # the source is Copilot itself
         for rec in snapshot.records:
             if rec.time:
                 last_time = rec.time
@@ -306,6 +307,10 @@ def plan(
                     data["error"] = {"message": res.output}
                 if res.exit_code is not None:
                     data["shellExecution"] = {"exitCode": res.exit_code}
+                    if not by_time and not exit_code_shown(res.output, res.exit_code):
+                        # kept in shellExecution, which Copilot does not send the model (a
+                        # Copilot source's text is already what its model was sent)
+                        diags.add("untranslated-exit-code", rec.id)
                 if out.open_turn is not None:
                     data["turnId"] = str(out.open_turn)
                 out.emit(native.TOOL_COMPLETE, data, rec.time)

@@ -34,6 +34,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
+    exit_code_shown,
     safe_component,
 )
 from trajconv.codecs.grok import layout, native
@@ -170,6 +171,7 @@ def plan(
     last_time: str | None = None
     prompt = -1
     last_text_kind: str | None = None
+    own = snapshot.source.harness == "grok"
     with updates_path.open("wb") as updates, chat_path.open("wb") as chat_out:
         chat = _ChatHistory(chat_out)
         for rec in snapshot.records:
@@ -227,6 +229,14 @@ def plan(
                     raw["truncated"] = True
                 if raw:
                     update["rawOutput"] = raw
+                if (
+                    res.exit_code is not None
+                    and not own
+                    and not exit_code_shown(res.output, res.exit_code)
+                ):
+                    # rawOutput keeps it, but the model is sent the history's text (a Grok
+                    # source's text already is what its model was sent)
+                    diags.add("untranslated-exit-code", rec.id)
                 chat.result(res.call_id, res.output)
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
