@@ -238,8 +238,7 @@ def continued_pairs(
     from trajconv.loaders import continuation as cont
 
     usable = [n for n in cont.continuable(names) if cont.find_cli(n) is not None]
-    sources = [n for n in usable if n in cont.CASES and cont.baseline_path(n).is_file()]
-    pairs = [(s, t) for s in sources for t in usable]
+    pairs = [(s, t) for s in cont.sources(usable) for t in usable]
 
     def run(pair: tuple[str, str]) -> dict[str, Any]:
         if progress:

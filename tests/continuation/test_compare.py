@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from trajconv.codecs import registry
+from trajconv.loaders import LOADERS
 from trajconv.loaders import continuation as cont
 
 PROMPT = cont.PROMPT
+#: every harness with a loader module or a codec (a codec with the contract joins by itself)
+ALL = sorted({*LOADERS, *registry.names()})
 
 
 def chat(*messages: dict[str, object]) -> dict[str, object]:
@@ -115,7 +119,7 @@ def test_the_new_prompt_must_arrive() -> None:
     assert not cont.compare("grok", "grok", items, items, {}).prompt_found
 
 
-@pytest.mark.parametrize("harness", sorted(cont.CASES))
+@pytest.mark.parametrize("harness", sorted(cont.sources(ALL)))
 def test_stored_baseline_holds_the_source_conversation(harness: str) -> None:
     doc = cont.load_baseline(harness)
     items = cont.harness_module(harness).request_items(doc["request"])  # type: ignore[union-attr]

@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import require_loader
+from trajconv.codecs import registry
+from trajconv.loaders import LOADERS, tools_dir
 from trajconv.loaders import continuation as cont
-from trajconv.loaders import tools_dir
 
-HARNESSES = ("grok", "copilot", "deepagents")
-PAIRS = list(itertools.product(HARNESSES, repeat=2))
+#: every harness whose loader module has the contract (a new codec's joins by itself)
+HARNESSES = cont.continuable(sorted({*LOADERS, *registry.names()}))
+PAIRS = list(itertools.product(cont.sources(HARNESSES), HARNESSES))
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +62,8 @@ def test_what_the_pairs_still_differ_in(continued: dict[tuple[str, str], Any]) -
     named = {
         pair: r.named_codes() for pair, r in continued.items() if not isinstance(r, BaseException)
     }
-    for target in HARNESSES:
+    assert {"grok", "copilot", "deepagents"} <= set(cont.sources(HARNESSES))
+    for target in ("grok", "copilot", "deepagents"):
         assert named[("deepagents", target)] == {}
         assert named[("grok", target)] == {"context-not-projected": 2}
         assert named[("copilot", target)] == {"context-not-projected": 1}

@@ -14,6 +14,9 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
   export's ``prepare.py --home HOME`` with this Python);
 * ``install_fixture(case_dir, home)``: place an original fixture session into a scratch home
   (only needed to record a baseline);
+* ``CONTINUATION_CASE = (case, session id or None)``: the fixture session
+  (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source
+  (this module's ``CASES`` names those of grok, copilot and deepagents);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
   to the model (then reasoning is not compared for that target; default ``True``);
 * ``unwrap_user(text) -> (core, context)``: split the harness's own wrapping off a user message
@@ -334,13 +337,36 @@ def continue_export(
 # --------------------------------------------------------------------------- baselines
 
 
+def case_of(harness: str) -> tuple[str, str | None]:
+    """The continuation fixture of ``harness``: its loader module's ``CONTINUATION_CASE``
+    (``(case folder, session id or None)``), else this module's ``CASES``."""
+    own = getattr(_module(harness), "CONTINUATION_CASE", None)
+    if own is not None:
+        return (str(own[0]), None if own[1] is None else str(own[1]))
+    if harness not in CASES:
+        raise ContinuationError(f"{harness} names no continuation fixture (CONTINUATION_CASE)")
+    return CASES[harness]
+
+
+def sources(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` that can be a continuation source: contract, fixture, baseline."""
+    out = []
+    for name in continuable(names):
+        try:
+            if baseline_path(name).is_file():
+                out.append(name)
+        except ContinuationError:
+            continue
+    return out
+
+
 def baseline_path(harness: str) -> Path:
-    return FIXTURES / harness / CASES[harness][0] / BASELINE_NAME
+    return FIXTURES / harness / case_of(harness)[0] / BASELINE_NAME
 
 
 def record_baseline(harness: str, tools: Path | None = None) -> Path:
     """Continue the original fixture session in its own CLI and store the request it sent."""
-    case = CASES[harness][0]
+    case = case_of(harness)[0]
     case_dir = FIXTURES / harness / case
     mod = _module(harness)
     exe = find_cli(harness, tools)
@@ -377,7 +403,7 @@ def read_fixture(harness: str) -> Snapshot:
     from trajconv import api
     from trajconv.codecs import registry
 
-    case, session = CASES[harness]
+    case, session = case_of(harness)
     case_dir = FIXTURES / harness / case
     codec = registry.get(harness)
     refs = codec.discover(case_dir) if codec.can_discover else []
