@@ -120,6 +120,13 @@ _CODES: tuple[Code, ...] = (
         "workspace facts, reminders) is kept in artifacts, not in the records",
         units=False,
     ),
+    _r(
+        "provider-ids-not-projected",
+        "info",
+        "ids a model provider gave a message's parts (Responses-API items) or the message's "
+        "name are kept in artifacts, not in the records; a target is written without them",
+        units=False,
+    ),
     # writer
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
