@@ -493,7 +493,9 @@ def install_fixture(case_dir: Path, home: Path) -> None:
 
 def install_export(export_dir: Path, home: Path) -> None:
     """Run the export's ``prepare.py`` with the loader venv's python (it needs langgraph)."""
-    python = find(tools_dir_of_exports())
+    from trajconv.loaders import tools_dir
+
+    python = find(tools_dir())
     if python is None:
         raise LoaderError(INSTALL_HINT)
     done = subprocess.run(
@@ -507,12 +509,6 @@ def install_export(export_dir: Path, home: Path) -> None:
     )
     if done.returncode != 0:
         raise LoaderError(f"prepare.py exited {done.returncode}: {done.stderr[-2000:]}")
-
-
-def tools_dir_of_exports() -> Path:
-    from trajconv.loaders import tools_dir
-
-    return tools_dir()
 
 
 def write_openai_config(home: Path, base_url: str) -> Path:
