@@ -54,6 +54,7 @@ CORE_SOURCES = (
     "trajconv/codecs/jsonl.py",
     "trajconv/codecs/prepare_template.py",
     "trajconv/parity.py",
+    "trajconv/loaders/continuation.py",
 )
 
 
@@ -253,10 +254,36 @@ def loader_sampled(fx: FixtureSession, richest: set[str]) -> bool:
     return fx.label in richest
 
 
+def continued_pairs(
+    names: list[str], progress: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Continue every pair among the harnesses whose CLI is installed here and that have a
+    stored baseline (``trajconv.loaders.continuation``); one entry per pair, ``ok`` False
+    when a difference is not named or the run failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trajconv.loaders import continuation as cont
+
+    usable = [n for n in cont.continuable(names) if cont.find_cli(n) is not None]
+    pairs = [(s, t) for s in cont.sources(usable) for t in usable]
+
+    def run(pair: tuple[str, str]) -> dict[str, Any]:
+        if progress:
+            progress(f"continuing {pair[0]} -> {pair[1]}")
+        try:
+            return cont.check_pair(*pair)[0].to_json()
+        except Exception as exc:  # a failed run is a failed entry, recorded as such
+            return {"source": pair[0], "target": pair[1], "ok": False, "error": str(exc)}
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        return list(pool.map(run, pairs))
+
+
 def build(
     loader_check: LoaderCheck | None = None,
     progress: Callable[[str], None] | None = None,
     jobs: int = 1,
+    continuation: bool = False,
 ) -> dict[str, Any]:
     """Run every pair on every fixture, ``jobs`` pairs at a time in worker processes; the
     native loader (when given) runs on the pairs :func:`loader_sampled` picks."""
@@ -309,6 +336,7 @@ def build(
         "pairs": [p.to_json() for p in pairs],
         "read_errors": read_errors,
         "multi_hop": hops,
+        "continued": continued_pairs(names, progress) if continuation else [],
     }
 
 
@@ -425,6 +453,13 @@ def check(evidence: Path = EVIDENCE) -> list[str]:
                 f"{pair['source']}->{pair['target']} {pair['fixture']}: "
                 f"native loader failed: {pair['loader'].get('detail')}"
             )
+    for c in old.get("continued", []):
+        if not c.get("ok"):
+            why = (
+                c.get("error")
+                or f"{len(c.get('unexplained', []))} differences that no diagnostic names"
+            )
+            problems.append(f"continued {c['source']}->{c['target']}: {why}")
     if not problems:
         fresh = build(loader_check=None)
         old_pairs = {(p["source"], p["target"], p["fixture"]): p for p in old["pairs"]}
@@ -490,6 +525,28 @@ def render_markdown(data: dict[str, Any]) -> str:
             f"{sum(p['strict'] == 'converted' for p in ps)} | {kept}/{total} | {named} | {lost} "
             f"| {loader} | {', '.join(codes) or '-'} |"
         )
+    if data.get("continued"):
+        lines += [
+            "",
+            "## Continued in the real CLI",
+            "",
+            "Each source's continuation fixture, converted and continued for one turn in the "
+            "target's CLI against the loopback model: how many items of the conversation the "
+            "source's own continued request shows (its stored baseline) the target's model saw "
+            "as they were, and the diagnostics naming the rest. *unexplained* must be 0.",
+            "",
+            "| from → to | continued | named by | unexplained |",
+            "|---|---|---|---|",
+        ]
+        for c in sorted(data["continued"], key=lambda c: (c["source"], c["target"])):
+            if "error" in c:
+                lines.append(f"| {c['source']} → {c['target']} | failed: {c['error']} | - | - |")
+                continue
+            named = ", ".join(f"{k} x{v}" for k, v in sorted(c["named"].items())) or "-"
+            lines.append(
+                f"| {c['source']} → {c['target']} | model saw {c['saw']}/{c['of']} | {named} "
+                f"| {len(c['unexplained'])} |"
+            )
     if data["read_errors"]:
         lines += ["", "## Fixtures refused by their reader", ""]
         lines += [f"- {e['fixture']}: {e['error']}" for e in data["read_errors"]]

@@ -43,3 +43,50 @@ def test_merged_messages_are_named_not_lost() -> None:
     out = _snap(["user", "assistant"])
     rows = compare(src, out, {"untranslated-message-boundary": 1})
     assert rows["assistant"] == {"source": 2, "kept": 1, "named": 1, "lost": 0, "extra": 0}
+
+
+CONTINUED = [
+    {
+        "source": "grok",
+        "target": "copilot",
+        "saw": 13,
+        "of": 15,
+        "prompt_found": True,
+        "named": {"context-not-projected": 2},
+        "unexplained": [],
+        "ok": True,
+    },
+    {
+        "source": "copilot",
+        "target": "grok",
+        "saw": 9,
+        "of": 11,
+        "prompt_found": True,
+        "named": {},
+        "unexplained": [{"kind": "assistant", "what": "extra"}],
+        "ok": False,
+    },
+]
+
+
+def test_continued_pairs_are_in_the_matrix_and_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from trajconv import parity
+    from trajconv.codecs import registry
+
+    data = {
+        "format": parity.PARITY_FORMAT,
+        "fingerprints": parity.fingerprints([c.name for c in registry.all_codecs()]),
+        "harnesses": [],
+        "pairs": [],
+        "read_errors": [],
+        "multi_hop": [],
+        "continued": CONTINUED,
+    }
+    text = parity.render_markdown(data)
+    assert "| grok → copilot | model saw 13/15 | context-not-projected x2 | 0 |" in text
+    assert "| copilot → grok | model saw 9/11 | - | 1 |" in text
+    (tmp_path / "parity.json").write_text(json.dumps(data))
+    problems = parity.check(tmp_path)
+    assert problems == ["continued copilot->grok: 1 differences that no diagnostic names"]

@@ -310,3 +310,16 @@ def test_deepagents_to_other_harnesses(case: str, tid: str, target: str, tmp_pat
     exp = export.emit(codec.plan(snap, allow_lossy=True), tmp_path / "out")
     assert all(d.code in REGISTRY for d in exp.diagnostics)
     assert (tmp_path / "out" / "trajconv-export.json").is_file()
+
+
+def test_provider_ids_and_names_are_named() -> None:
+    """ChatOpenAI sends an AI message's name and its Responses-API item ids back to the
+    model; the Snapshot has no place for them, so the reader names them (issue 23, class 5)."""
+    import trajconv
+
+    refs = trajconv.discover("deepagents", FIXTURES / "deepagents" / "multi-thread")
+    ref = next(r for r in refs if r.session_id == "0a9f1184b8584fbd98d734d94f7231b2")
+    snap = trajconv.read("deepagents", ref.path, session=ref.session_id)
+    codes = {d.code: d.count for d in snap.diagnostics}
+    # one AI message: a name plus a reasoning item id (rs_…) from the Responses-shaped reply
+    assert codes["provider-ids-not-projected"] == 2

@@ -225,6 +225,32 @@ def test_chat_history_puts_the_user_message_before_its_tool_calls(tmp_path: Path
     assert items[1]["tool_calls"][0]["id"] == "call_s"
 
 
+def test_chat_history_is_what_grok_itself_sends_the_model(tmp_path: Path) -> None:
+    """Reasoning goes into the history Grok replays to the model, prompts in <user_query>,
+    as in the history Grok wrote itself (issue 23: it had no reasoning entries)."""
+    sdir = next(GROK.glob("recorded-multi-turn/sessions/*/*"))
+    _snap, out = _convert(sdir, tmp_path / "out")
+
+    def history(path: Path) -> list[dict[str, object]]:
+        return [json.loads(x) for x in path.read_text().splitlines()]
+
+    mine = history(next(out.glob("home/.grok/sessions/*/*/chat_history.jsonl")))
+    injected = ("<user_info>", "<system-reminder>")  # Grok's context entries, not prompts
+    grok_own = [
+        i
+        for i in history(sdir / "chat_history.jsonl")
+        if i["type"] != "system"
+        and not (i["type"] == "user" and i["content"][0]["text"].startswith(injected))  # type: ignore[index]
+    ]
+    assert [i["type"] for i in mine] == [i["type"] for i in grok_own]
+    assert [i for i in mine if i["type"] == "reasoning"] == [
+        i for i in grok_own if i["type"] == "reasoning"
+    ]
+    assert [i["content"] for i in mine if i["type"] == "user"] == [
+        i["content"] for i in grok_own if i["type"] == "user"
+    ]
+
+
 def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
     src = next(GROK.glob("rewind/sessions/*/*"))
     sdir = tmp_path / "s" / src.name
@@ -310,3 +336,16 @@ def test_streamed_lines_are_cut_and_counted_like_in_memory_ones(
 
     for limit in (8, 30, 1000):
         assert run(jsonl.iter_file_objects, path, limit) == run(jsonl.iter_objects, data, limit)
+
+
+def test_tool_results_keep_the_text_grok_showed_the_model() -> None:
+    """A result's output is the history's text (exit status line, listing text), not the
+    journal's display form or rawOutput JSON (issue 23, class 3); injected context is named."""
+    sdir = next(GROK.glob("recorded-multi-turn/sessions/*/*"))
+    snap = trajconv.read("grok", sdir)
+    outputs = {r.result.call_id: r.result.output for r in snap.records if r.kind == "tool-result"}
+    assert outputs["call_mt_1"] == "- /work/demo/src/\n  - app.py\n  - util.py"
+    assert outputs["call_mt_2"] == "exit: 0\n4 src/app.py\n"
+    assert outputs["call_mt_4"] == "The file src/util.py has been updated successfully."
+    codes = {d.code: d.count for d in snap.diagnostics}
+    assert codes["context-not-projected"] == 2  # <user_info> and <system-reminder>

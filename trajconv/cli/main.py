@@ -759,7 +759,8 @@ def discover(
     "--write",
     "write_",
     is_flag=True,
-    help="run every pair on every fixture (and the native loaders installed here) "
+    help="run every pair on every fixture (and the native loaders installed here: load each "
+    "export, and continue each pair's continuation fixture for one turn in the real CLI) "
     "and regenerate evidence/parity.json and evidence/matrix.md",
 )
 @click.option(
@@ -802,7 +803,10 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
         console = Console(stderr=True)
         with console.status("running the conversion matrix") as status:
             data = parity_mod.build(
-                loader_check=check_export, progress=lambda msg: status.update(msg), jobs=jobs
+                loader_check=check_export,
+                progress=lambda msg: status.update(msg),
+                jobs=jobs,
+                continuation=True,
             )
         parity_mod.write(data)
         lost = sum(1 for p in data["pairs"] if any(v["lost"] for v in p["kinds"].values()))

@@ -8,6 +8,7 @@ a codec module imports its reader and writer only when they are used.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -322,6 +323,25 @@ def continuity(snapshot: Snapshot) -> Continuity:
     if last is not None and last[0] != "assistant":
         found.open_turn = last[1]
     return found
+
+
+#: how the harnesses here show a command's exit status to the model inside a result's text:
+#: Grok's first line ``exit: N``, Copilot's ``<shellId: … exit code N>``, Deep Agents'
+#: closing ``[Command succeeded|failed with exit code N]`` (each seen in recorded requests)
+_EXIT_SHOWN = (
+    re.compile(r"\Aexit: (-?\d+)\n"),
+    re.compile(r"<shellId: [^>]* exit code (-?\d+)>\s*\Z"),
+    re.compile(r"\[Command (?:succeeded|failed) with exit code (-?\d+)\]\s*\Z"),
+)
+
+
+def exit_code_shown(output: str, code: int) -> bool:
+    """True when a tool result's text already tells the model the exit status ``code``."""
+    for pattern in _EXIT_SHOWN:
+        match = pattern.search(output)
+        if match is not None and int(match.group(1)) == code:
+            return True
+    return False
 
 
 def dropped_code(kind: str) -> str:

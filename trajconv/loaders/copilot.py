@@ -509,3 +509,74 @@ def check(
         stderr_tail=stderr_tail,
         initialize=init_result,
     )
+
+
+# --------------------------------------------------------------------------- continuation
+
+#: Copilot 1.0.102 over Chat Completions does not send reasoning back to the model (its own
+#: recorded sessions' requests carry no ``reasoning_content``)
+REPLAYS_REASONING = False
+
+
+def install_fixture(case_dir: Path, home: Path) -> None:
+    """Place a recorded fixture (a COPILOT_HOME holding ``session-state/``) into ``home``."""
+    shutil.copytree(case_dir / "session-state", home / ".copilot" / "session-state", symlinks=True)
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[dict[str, Any]]:
+    """``copilot -p PROMPT --resume=<id>`` offline against a loopback ModelServer.
+
+    The environment is the recorder's (``COPILOT_OFFLINE=true``, the BYOK provider URL on
+    127.0.0.1, Chat Completions); the CLI runs in a scratch folder (the session's cwd need not
+    exist here). Returns every model request of the turn (Copilot -p makes no side requests).
+    """
+    from fixtures.record.copilot import _env
+    from trajconv.loaders.continuation import main_bodies, scripted_server
+
+    exe = Path(os.path.abspath(exe))
+    run_dir = workdir / "cwd"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with scripted_server(workdir, model=DUMMY_MODEL) as srv:
+        env = _env(home, srv.base_url, DUMMY_MODEL, None)
+        cache = _cache_for_bin(exe)
+        if cache is not None:
+            env["XDG_CACHE_HOME"] = str(cache)
+        try:
+            proc = subprocess.run(
+                [str(exe), "-p", prompt, f"--resume={session_id}"],
+                cwd=run_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CopilotLoaderError(f"copilot -p --resume failed: {exc}") from exc
+        if proc.returncode != 0:
+            raise CopilotLoaderError(
+                f"copilot -p --resume exited {proc.returncode}: "
+                f"{(proc.stderr or proc.stdout)[-2000:]}"
+            )
+    return main_bodies(workdir / "requests.jsonl")
+
+
+_DATETIME = re.compile(r"(<current_datetime>[^<]*</current_datetime>)\n\n", re.DOTALL)
+
+
+def unwrap_user(text: str) -> tuple[str, str | None]:
+    """Copilot sends ``transformedContent``: the prompt after a ``<current_datetime>`` block."""
+    match = _DATETIME.match(text)
+    if match is None:
+        return text, None
+    return text[match.end() :], match.group(1)
+
+
+def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the model saw in one Copilot request (Chat Completions or Responses)."""
+    from trajconv.loaders.continuation import openai_items
+
+    return openai_items(body)

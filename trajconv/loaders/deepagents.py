@@ -337,14 +337,17 @@ def acp_session(
     prompt: str | None = None,
     model_spec: str = FAKE_MODEL_SPEC,
     timeout: float = 120.0,
+    select_model: bool = False,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """``session/load`` (and optionally one ``session/prompt``) through ``dcode --acp``.
 
-    Returns the load response, the replayed ``update`` objects, and the prompt
-    response (or None).
+    A loaded thread keeps the model it was made with (metadata ``acp_model``);
+    ``select_model`` switches it to ``model_spec`` before the prompt. Returns the
+    load response, the replayed ``update`` objects, and the prompt response (or None).
     """
     argv = [str(dcode_path(python)), "--acp", "-M", model_spec, "--no-mcp"]
-    client = AcpClient(argv, dcode_env(home), home)
+    client = AcpClient(argv, {**dcode_env(home), **(extra_env or {})}, home)
     try:
         init = client.request(
             "initialize",
@@ -366,6 +369,14 @@ def acp_session(
         )
         replay = [n.get("update", {}) for n in client.notifications]
         answered: dict[str, Any] | None = None
+        if select_model and "error" not in loaded:
+            chosen = client.request(
+                "session/set_config_option",
+                {"sessionId": thread_id, "configId": "model", "value": model_spec},
+                timeout=timeout,
+            )
+            if "error" in chosen:
+                raise LoaderError(f"selecting {model_spec} failed: {chosen['error']}")
         if prompt is not None and "error" not in loaded:
             answered = client.request(
                 "session/prompt",
@@ -449,3 +460,93 @@ def check(
     finally:
         if keep_home is None:
             shutil.rmtree(home, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- continuation
+
+#: the provider section pointing ``langchain_openai`` at the loopback model server
+CONTINUE_PROVIDER = "openai"
+CONTINUE_MODEL = "scripted"
+#: a thread whose messages carry Responses-API content blocks is continued over the Responses
+#: API, and its ``reasoning`` blocks go back to the model as reasoning items (observed with the
+#: continuation check; over Chat Completions ``ChatOpenAI`` would drop ``reasoning_content``)
+REPLAYS_REASONING = True
+
+
+def install_fixture(case_dir: Path, home: Path) -> None:
+    """Place a recorded fixture's ``sessions.db`` where dcode keeps it."""
+    state = home / ".deepagents" / ".state"
+    state.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(case_dir / "sessions.db", state / "sessions.db")
+
+
+def install_export(export_dir: Path, home: Path) -> None:
+    """Run the export's ``prepare.py`` with the loader venv's python (it needs langgraph)."""
+    from trajconv.loaders import tools_dir
+
+    python = find(tools_dir())
+    if python is None:
+        raise LoaderError(INSTALL_HINT)
+    done = subprocess.run(
+        [str(python), str(export_dir / "prepare.py"), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dcode_env(home),
+        cwd=str(home),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise LoaderError(f"prepare.py exited {done.returncode}: {done.stderr[-2000:]}")
+
+
+def write_openai_config(home: Path, base_url: str) -> Path:
+    """``config.toml`` with the fake models plus an ``openai`` provider on ``base_url``."""
+    cfg = write_fake_config(home)
+    with cfg.open("a", encoding="utf-8") as fh:
+        fh.write(
+            f"\n[models.providers.{CONTINUE_PROVIDER}]\n"
+            f"base_url = {json.dumps(base_url)}\n"
+            'api_key_env = "TRAJCONV_DUMMY_OPENAI_KEY"\n'
+            f"models = [{json.dumps(CONTINUE_MODEL)}]\n"
+        )
+    return cfg
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[dict[str, Any]]:
+    """``dcode --acp``: ``session/load`` the thread and send one ``session/prompt``.
+
+    ``exe`` is the loader venv's python (what :func:`find` returns). The model is
+    ``openai:scripted`` (``langchain_openai`` Chat Completions) pointed at a loopback
+    ModelServer whose log is in ``workdir``, with a dummy key.
+    """
+    from trajconv.loaders.continuation import main_bodies, scripted_server
+
+    _sync_fake_module(exe)
+    with scripted_server(workdir, model=CONTINUE_MODEL) as srv:
+        write_openai_config(home, srv.base_url)
+        loaded, _replay, answered = acp_session(
+            exe,
+            home,
+            thread_id=session_id,
+            cwd=cwd,
+            prompt=prompt,
+            model_spec=f"{CONTINUE_PROVIDER}:{CONTINUE_MODEL}",
+            timeout=180,
+            select_model=True,
+            extra_env={"TRAJCONV_DUMMY_OPENAI_KEY": "dummy-not-a-key"},
+        )
+    if "error" in loaded:
+        raise LoaderError(f"session/load failed: {loaded['error']}")
+    if answered is None or "error" in answered:
+        raise LoaderError(f"session/prompt failed: {answered and answered.get('error')}")
+    return main_bodies(workdir / "requests.jsonl")
+
+
+def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the model saw in one dcode request (``ChatOpenAI``: Chat Completions/Responses)."""
+    from trajconv.loaders.continuation import openai_items
+
+    return openai_items(body)

@@ -484,3 +484,83 @@ def check(
         files_after=after,
         stderr_tail=stderr_tail,
     )
+
+
+# --------------------------------------------------------------------------- continuation
+
+#: Grok 1.0.41 sends the reasoning of its own sessions back (``reasoning_content`` on the
+#: assistant messages of a resumed chat; reasoning items over the Responses API)
+REPLAYS_REASONING = True
+
+
+def install_fixture(case_dir: Path, home: Path) -> None:
+    """Place a recorded fixture (a GROK_HOME holding ``sessions/``) into ``home/.grok``."""
+    shutil.copytree(case_dir / "sessions", home / ".grok" / "sessions", symlinks=True)
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[JsonObj]:
+    """Resume the session under ``home/.grok`` through ACP and send one prompt.
+
+    ``grok agent stdio``: ``session/load`` (with the session's own cwd, which need not exist
+    here) then ``session/prompt``; the config's custom model (the session's
+    ``current_model_id``) points at a loopback ModelServer whose log is in ``workdir``.
+    Grok's title / turn-summary requests are answered by the recorder's side rules and left out.
+    """
+    from fixtures.record.grok import _side_rules
+    from trajconv.loaders.continuation import main_bodies, scripted_server
+
+    grok_home = home / ".grok"
+    session_dir = _locate_session(grok_home / "sessions", session_id, cwd)
+    if session_dir is None:
+        raise GrokLoaderError(f"no session {session_id} under {grok_home / 'sessions'}")
+    model = _model_id(session_dir)
+    spawn = workdir / "spawn"
+    spawn.mkdir(parents=True, exist_ok=True)
+    side = _side_rules({"title": "Continued session"})
+    with scripted_server(workdir, side=side, model=model) as srv:
+        (grok_home / "config.toml").write_text(
+            offline_config(model, base_url=srv.base_url), encoding="utf-8"
+        )
+        rpc = _StdioRpc([str(exe.absolute()), "agent", "stdio"], spawn, scratch_env(home))
+        try:
+            init, _ = rpc.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}}, 60)
+            if "error" in init:
+                raise GrokLoaderError(f"initialize failed: {init['error']}")
+            load, _ = rpc.call(
+                "session/load", {"sessionId": session_id, "cwd": cwd, "mcpServers": []}, 60
+            )
+            if "error" in load:
+                raise GrokLoaderError(f"session/load failed: {load['error']}")
+            answer, _ = rpc.call(
+                "session/prompt",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]},
+                180,
+            )
+            if "error" in answer:
+                raise GrokLoaderError(f"session/prompt failed: {answer['error']}")
+        finally:
+            rpc.close()
+    return main_bodies(workdir / "requests.jsonl")
+
+
+#: context entries Grok 1.0.41 puts into the history as user messages of their own
+_CONTEXT_PREFIXES = ("<user_info>", "<system-reminder>")
+
+
+def unwrap_user(text: str) -> tuple[str, str | None]:
+    """Grok wraps every prompt in ``<user_query>`` (a delimiter) and injects context entries."""
+    if text.startswith(_CONTEXT_PREFIXES):
+        return "", text
+    head, tail = "<user_query>\n", "\n</user_query>"
+    if text.startswith(head) and text.endswith(tail):
+        return text[len(head) : -len(tail)], None
+    return text, None
+
+
+def request_items(body: JsonObj) -> list[JsonObj]:
+    """What the model saw in one Grok request (Chat Completions or Responses)."""
+    from trajconv.loaders.continuation import openai_items
+
+    return openai_items(body)

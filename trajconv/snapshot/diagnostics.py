@@ -151,6 +151,20 @@ _CODES: tuple[Code, ...] = (
         "info",
         "state rows of a subgraph or subagent namespace; kept in artifacts, not projected",
     ),
+    _r(
+        "context-not-projected",
+        "info",
+        "text the harness put around or before the user's messages for the model (date, "
+        "workspace facts, reminders) is kept in artifacts, not in the records",
+        units=False,
+    ),
+    _r(
+        "provider-ids-not-projected",
+        "info",
+        "ids a model provider gave a message's parts (Responses-API items) or the message's "
+        "name are kept in artifacts, not in the records; a target is written without them",
+        units=False,
+    ),
     # writer
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
@@ -196,6 +210,12 @@ _CODES: tuple[Code, ...] = (
         "reordered-result",
         "info",
         "tool result moved next to its call, where the target needs it",
+    ),
+    _w(
+        "untranslated-note-kind",
+        "info",
+        "an error or warning note is written as an info note: the target's error and warning "
+        "events need fields the Snapshot does not hold (error type, status code)",
     ),
     _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
     _w(

@@ -6,7 +6,8 @@ unit-counting diagnostic, so conservation holds line by line.
 
 Projection:
 
-* ``user.message`` → user (``content``; ``transformedContent`` stays in the artifact);
+* ``user.message`` → user (``content``; ``transformedContent``, what the model was sent,
+  stays in the artifact and a different one is counted as ``context-not-projected``);
 * ``assistant.message`` → reasoning (``reasoningText``), assistant (``content`` when not
   empty), one tool-call per ``toolRequests[]`` entry; ``assistant.reasoning`` → reasoning;
 * ``tool.user_requested`` → tool-call; ``tool.execution_start`` → tool-call only when no
@@ -168,6 +169,10 @@ def _lift(state: _State, event: native.Event) -> None:
         if text is None:
             state.diag("invalid-line", line)
             return
+        shown = data.get("transformedContent")
+        if isinstance(shown, str) and shown != text:
+            # what the model was sent (e.g. a <current_datetime> block before the prompt)
+            state.diag("context-not-projected", line)
         seq = b.add_text(
             "user",
             state.base_id(event),

@@ -32,6 +32,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
+    exit_code_shown,
     safe_component,
 )
 from trajconv.codecs.copilot import layout, native
@@ -83,12 +84,21 @@ class _Group:
             return self.text.model
         return self.reasoning.model if self.reasoning is not None else None
 
-    def accepts(self, rec: ReasoningRecord | AssistantRecord | ToolCallRecord) -> bool:
-        """True when ``rec`` can join: same time and turn, in the reader's order, same model."""
+    def accepts(
+        self, rec: ReasoningRecord | AssistantRecord | ToolCallRecord, by_time: bool
+    ) -> bool:
+        """True when ``rec`` can join: same turn, in the reader's order, same model.
+
+        One model response is one ``assistant.message`` (Copilot sends each back as one
+        assistant message; splitting one made the model see empty assistant messages, issue
+        23). A Copilot source marks its messages by time (``by_time``: the records of one
+        event share it); other sources' responses are the runs of reasoning, text and calls
+        between users and tool results, whatever their times.
+        """
         if self.empty:
             return True
         head = self.first
-        if rec.time != head.time or rec.turn != head.turn:
+        if rec.turn != head.turn or (by_time and rec.time != head.time):
             return False
         if isinstance(rec, ReasoningRecord):
             return False
@@ -258,6 +268,7 @@ def plan(
     with body_path.open("wb") as body:
         out = _Emitter(snapshot, diags, body, created or EPOCH)
         group = _Group()
+        by_time = snapshot.source.harness == "copilot"  # the source is Copilot itself
         for rec in snapshot.records:
             if rec.time:
                 last_time = rec.time
@@ -267,7 +278,7 @@ def plan(
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
             if isinstance(rec, ReasoningRecord | AssistantRecord | ToolCallRecord):
-                if not group.accepts(rec):
+                if not group.accepts(rec, by_time):
                     out.group(group)
                     group = _Group()
                 if isinstance(rec, ReasoningRecord):
@@ -296,6 +307,10 @@ def plan(
                     data["error"] = {"message": res.output}
                 if res.exit_code is not None:
                     data["shellExecution"] = {"exitCode": res.exit_code}
+                    if not by_time and not exit_code_shown(res.output, res.exit_code):
+                        # kept in shellExecution, which Copilot does not send the model (a
+                        # Copilot source's text is already what its model was sent)
+                        diags.add("untranslated-exit-code", rec.id)
                 if out.open_turn is not None:
                     data["turnId"] = str(out.open_turn)
                 out.emit(native.TOOL_COMPLETE, data, rec.time)
@@ -304,6 +319,10 @@ def plan(
                 out.emit(native.SYSTEM_MESSAGE, {"content": rec.text, "role": "system"}, rec.time)
             elif rec.kind == "observation":
                 out.turn(rec.turn, rec.time)
+                if rec.evidence.native in (native.SESSION_ERROR, native.SESSION_WARNING):
+                    # session.error/.warning need an errorType/warningType the Snapshot does
+                    # not hold: the note is kept, as session.info, and the change is named
+                    diags.add("untranslated-note-kind", rec.id, name=rec.evidence.native)
                 out.emit(
                     native.SESSION_INFO,
                     {"infoType": OBSERVATION_INFO_TYPE, "message": rec.text},

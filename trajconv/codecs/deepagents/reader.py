@@ -521,6 +521,8 @@ class _Lifter:
                 return
             self.b.add_text(m["role"], rid(), m["text"], time=occ.time, turn=None, evidence=ev())
         elif kind == "ai":
+            if m.get("provider"):
+                self.d.add("provider-ids-not-projected", place, count=m["provider"])
             model = m["model"]
             if model:
                 self.last_model = model
@@ -589,8 +591,14 @@ def lower(msg: Any) -> dict[str, Any]:
                     args if isinstance(args, dict) else {"_raw": str(args)},
                 ]
             )
+        # ids a provider gave the message's parts (Responses-API items) and the message's
+        # name: ChatOpenAI sends them back, the Snapshot has no place for them (issue 23)
+        blocks = msg.content if isinstance(msg.content, list) else []
+        provider = sum(1 for b in blocks if isinstance(b, dict) and b.get("id"))
+        provider += 1 if getattr(msg, "name", None) else 0
         return {
             "kind": "ai",
+            "provider": provider,
             "model": _model_of(msg),
             "parts": ai_parts(msg.content),
             "calls": calls,

@@ -27,9 +27,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    dropped_code,
+    exit_code_shown,
+)
 from trajconv.codecs.deepagents import layout
-from trajconv.codecs.deepagents.reader import EXIT_RE, HARNESS
+from trajconv.codecs.deepagents.reader import HARNESS
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
@@ -205,7 +211,7 @@ class _Lowerer:
             res = rec.result
             if res.ok is None:
                 self.d.add("tool-status-assumed", rec.id)
-            if res.exit_code is not None and not EXIT_RE.search(res.output):
+            if res.exit_code is not None and not exit_code_shown(res.output, res.exit_code):
                 self.d.add("untranslated-exit-code", rec.id)
             msg: dict[str, Any] = {
                 "type": "tool",

@@ -155,11 +155,54 @@ def _dead_lines(path: Path, limits: Limits, marker: bool) -> list[tuple[int, int
     return dead
 
 
+#: user entries Grok 1.0.41 injects into ``chat_history.jsonl`` for the model (workspace facts,
+#: workflow reminders); no ``updates.jsonl`` line holds them
+CONTEXT_PREFIXES = ("<user_info>", "<system-reminder>")
+
+
+def _model_view(sdir: Path, b: SnapshotBuilder) -> dict[str, str]:
+    """Tool results as Grok showed them to the model, by call id, from ``chat_history.jsonl``.
+
+    The journal's ``tool_call_update`` holds the display form: a shell result without its
+    ``exit: N`` line, a listing or an edit as ``rawOutput`` JSON. The history Grok replays to
+    the model holds the text the model saw (issue 23), so that text is the result's output
+    when the history has it. Injected context entries are counted (``context-not-projected``);
+    their bytes stay in the history artifact. A line that is not an object is skipped: the
+    history is a sidecar, kept whole as an artifact.
+    """
+    path = sdir / layout.CHAT_HISTORY
+    seen: dict[str, str] = {}
+    if not path.is_file():
+        return seen
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                item = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "tool_result" and isinstance(item.get("content"), str):
+                call_id = item.get("tool_call_id")
+                if isinstance(call_id, str):
+                    seen[call_id] = item["content"]
+            elif item.get("type") == "user":
+                content = item.get("content")
+                parts = content if isinstance(content, list) else [content]
+                text = "".join(native.content_text(c) or "" for c in parts)
+                if text.startswith(CONTEXT_PREFIXES):
+                    b.diagnostics.add("context-not-projected", f"{layout.CHAT_HISTORY}:{number}")
+    return seen
+
+
 class _Projector:
-    def __init__(self, b: SnapshotBuilder, dead: list[tuple[int, int]]) -> None:
+    def __init__(
+        self, b: SnapshotBuilder, dead: list[tuple[int, int]], seen: dict[str, str]
+    ) -> None:
         self.b = b
         self.d = b.diagnostics
         self.dead = dead
+        self.seen = seen
         self.turns = _Turns()
         self.run: _Run | None = None
         self.calls: dict[str, dict[str, Any]] = {}
@@ -343,7 +386,7 @@ class _Projector:
             rid,
             call_id,
             update.get("status") == "completed",
-            native.tool_output(update),
+            self.seen.get(call_id, native.tool_output(update)),
             time=time,
             turn=self.turns.current,
             evidence=ev,
@@ -475,7 +518,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         updated_at=_iso(summary.get("last_active_at")) or _iso(summary.get("updated_at")),
         parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
     )
-    proj = _Projector(b, _dead_lines(copy, limits, marker.found))
+    proj = _Projector(b, _dead_lines(copy, limits, marker.found), _model_view(sdir, b))
     max_records = limits.max_records
     for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits, utf8):
         proj.line(number, obj)

@@ -7,7 +7,11 @@ compact in envelope key order, and ``summary.json`` is written last as the
 commit marker. Unlike an import, the writer also writes ``chat_history.jsonl``:
 Grok's rebuild puts a turn's user message after its tool calls when the turn
 opens with a tool call (``grok-native-loader.md`` §4.4), and it keeps a
-hand-written history as it is.
+hand-written history as it is. That history is what Grok sends the model when the
+session is continued, so it is written the way Grok writes its own (observed in the
+recorded fixtures and their continuation baseline, although ``grok-build.md`` §3.4 calls
+thoughts display-only): each prompt inside ``<user_query>``, and a ``reasoning`` item
+before the response it belongs to, which Grok replays as ``reasoning_content``.
 
 Grok has no slot for system text or observations in its journal; those are
 ``untranslated-*``. Times and event ids are written only where the Snapshot has
@@ -30,6 +34,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
+    exit_code_shown,
     safe_component,
 )
 from trajconv.codecs.grok import layout, native
@@ -113,8 +118,18 @@ class _ChatHistory:
         return self.open
 
     def user(self, text: str) -> None:
+        # Grok shows the model every prompt inside <user_query> (its own sessions' history
+        # holds it so: fixtures/grok/recorded-*/…/chat_history.jsonl).
         self.close()
-        self._write({"type": "user", "content": [{"type": "text", "text": text}]})
+        wrapped = f"<user_query>\n{text}\n</user_query>"
+        self._write({"type": "user", "content": [{"type": "text", "text": wrapped}]})
+
+    def reasoning(self, text: str) -> None:
+        """A reasoning item before the response it belongs to, as Grok writes its own; Grok
+        sends these back to the model when the session is continued (``reasoning_content``)."""
+        self.close()
+        summary = [{"type": "summary_text", "text": text}]
+        self._write({"type": "reasoning", "id": "", "summary": summary})
 
     def text(self, text: str) -> None:
         self._assistant()
@@ -156,6 +171,7 @@ def plan(
     last_time: str | None = None
     prompt = -1
     last_text_kind: str | None = None
+    own = snapshot.source.harness == "grok"
     with updates_path.open("wb") as updates, chat_path.open("wb") as chat_out:
         chat = _ChatHistory(chat_out)
         for rec in snapshot.records:
@@ -181,11 +197,11 @@ def plan(
                 }
                 chat.text(rec.text)
             elif rec.kind == "reasoning":
-                # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
                 update = {
                     "sessionUpdate": native.THOUGHT_CHUNK,
                     "content": {"type": "text", "text": rec.text},
                 }
+                chat.reasoning(rec.text)
             elif rec.kind == "tool-call":
                 update = {
                     "sessionUpdate": native.TOOL_CALL,
@@ -213,6 +229,14 @@ def plan(
                     raw["truncated"] = True
                 if raw:
                     update["rawOutput"] = raw
+                if (
+                    res.exit_code is not None
+                    and not own
+                    and not exit_code_shown(res.output, res.exit_code)
+                ):
+                    # rawOutput keeps it, but the model is sent the history's text (a Grok
+                    # source's text already is what its model was sent)
+                    diags.add("untranslated-exit-code", rec.id)
                 chat.result(res.call_id, res.output)
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)

@@ -1,0 +1,134 @@
+"""The continuation comparison on request bodies (no CLI needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trajconv.codecs import registry
+from trajconv.loaders import LOADERS
+from trajconv.loaders import continuation as cont
+
+PROMPT = cont.PROMPT
+#: every harness with a loader module or a codec (a codec with the contract joins by itself)
+ALL = sorted({*LOADERS, *registry.names()})
+
+
+def chat(*messages: dict[str, object]) -> dict[str, object]:
+    return {"model": "m", "messages": [{"role": "system", "content": "sys"}, *messages]}
+
+
+def user(text: str) -> dict[str, object]:
+    return {"role": "user", "content": text}
+
+
+CALL = {
+    "role": "assistant",
+    "content": "Looking.",
+    "reasoning_content": "think",
+    "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": '{"p": "."}'}}
+    ],
+}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}
+
+
+def test_chat_items_in_order() -> None:
+    items = cont.openai_items(chat(user("hi"), CALL, RESULT, {"role": "assistant"}))
+    assert [i["kind"] for i in items] == [
+        "system",
+        "user",
+        "reasoning",
+        "assistant",
+        "tool-call",
+        "tool-result",
+        "assistant",
+    ]
+    assert items[4]["arguments"] == {"p": "."}
+    assert items[-1]["text"] == ""  # an empty assistant message is still seen
+
+
+def test_responses_items() -> None:
+    body = {
+        "instructions": "sys",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "think"}]},
+            {"type": "function_call", "name": "ls", "arguments": "not json", "call_id": "c1"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
+        ],
+    }
+    items = cont.openai_items(body)
+    assert [i["kind"] for i in items] == ["system", "user", "reasoning", "tool-call", "tool-result"]
+    assert items[3]["arguments"] == {"_raw": "not json"}
+
+
+def test_identical_requests_see_everything() -> None:
+    body = chat(user("hi"), CALL, RESULT, user(PROMPT))
+    items = cont.openai_items(body)
+    result = cont.compare("grok", "grok", items, items, {})
+    assert result.ok and (result.same, result.total) == (5, 5)
+
+
+def test_missing_reasoning_needs_its_code() -> None:
+    base = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
+    without = {k: v for k, v in CALL.items() if k != "reasoning_content"}
+    got = cont.openai_items(chat(user("hi"), without, RESULT, user(PROMPT)))
+    bare = cont.compare("grok", "grok", base, got, {})
+    assert not bare.ok and [(d.kind, d.what) for d in bare.unexplained] == [
+        ("reasoning", "missing")
+    ]
+    named = cont.compare("grok", "grok", base, got, {"untranslated-reasoning": 1})
+    assert named.ok and named.summary() == "model saw 4/5"
+    assert named.named_codes() == {"untranslated-reasoning": 1}
+
+
+def test_extra_and_changed_items_are_never_free() -> None:
+    base = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
+    changed = {**RESULT, "content": '{"raw": "a.txt"}'}
+    got = cont.openai_items(
+        chat(user("hi"), CALL, changed, {"role": "assistant", "content": None}, user(PROMPT))
+    )
+    result = cont.compare("grok", "grok", base, got, {"untranslated-message-boundary": 5})
+    assert [(d.kind, d.what, d.named_by) for d in result.differences] == [
+        ("tool-result", "text", None),
+        ("assistant", "extra", None),
+    ]
+    assert not result.ok
+
+
+def test_wrappers_split_into_core_and_context() -> None:
+    stamp = "<current_datetime>2026-11-30T03:43:29.163+00:00</current_datetime>"
+    base = cont.openai_items(chat(user(f"{stamp}\n\nhi"), user(f"{stamp}\n\n{PROMPT}")))
+    got = cont.openai_items(
+        chat(
+            user("<user_query>\nhi\n</user_query>"),
+            user(f"<user_query>\n{PROMPT}\n</user_query>"),
+        )
+    )
+    bare = cont.compare("copilot", "grok", base, got, {})
+    assert [(d.kind, d.what) for d in bare.differences] == [("user", "context")]
+    assert cont.compare("copilot", "grok", base, got, {"context-not-projected": 1}).ok
+    injected = cont.openai_items(chat(user("<user_info>\nOS\n</user_info>"), user(PROMPT)))
+    plain = cont.openai_items(chat(user(PROMPT)))
+    missing = cont.compare("grok", "copilot", injected, plain, {})
+    assert [(d.kind, d.what) for d in missing.differences] == [("context", "missing")]
+
+
+def test_the_new_prompt_must_arrive() -> None:
+    items = cont.openai_items(chat(user("hi")))
+    assert not cont.compare("grok", "grok", items, items, {}).prompt_found
+
+
+@pytest.mark.parametrize("harness", sorted(cont.sources(ALL)))
+def test_stored_baseline_holds_the_source_conversation(harness: str) -> None:
+    doc = cont.load_baseline(harness)
+    items = cont.harness_module(harness).request_items(doc["request"])  # type: ignore[union-attr]
+    earlier, found = cont.conversation(items, doc["prompt"])
+    assert found
+    snap = cont.read_fixture(harness)
+    users = [r for r in snap.records if r.kind == "user"]
+    calls = [r for r in snap.records if r.kind == "tool-call"]
+    seen_calls = [i for i in earlier if i["kind"] == "tool-call"]
+    assert [i["name"] for i in seen_calls] == [c.call.name for c in calls]  # type: ignore[union-attr]
+    for u in users:  # every prompt of the fixture reached the model (inside any wrapper)
+        assert any(u.text in i["text"] for i in earlier if i["kind"] == "user")  # type: ignore[union-attr]

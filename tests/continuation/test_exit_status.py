@@ -1,0 +1,39 @@
+"""A command's exit status reaches the model in the result's text, or the writer names it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import trajconv
+from trajconv.codecs.base import exit_code_shown
+from trajconv.loaders import continuation as cont
+
+
+def test_each_harness_form_is_recognised() -> None:
+    assert exit_code_shown("exit: 2\nls: cannot access\n", 2)  # Grok
+    assert exit_code_shown("ls: nope\n<shellId: 0 completed with exit code 2>", 2)  # Copilot
+    assert exit_code_shown("nope\n\n[Command failed with exit code 2]", 2)  # Deep Agents
+    assert not exit_code_shown("exit: 0\nok\n", 2)
+    assert not exit_code_shown("the exit code was 2", 2)
+
+
+@pytest.mark.parametrize("target", ["grok", "copilot", "deepagents"])
+def test_a_hidden_exit_status_is_named(target: str, tmp_path: Path) -> None:
+    # a source of another harness (a same-harness source's text is its model's view already):
+    # Grok's shell result reads "exit: 0\n…", Copilot's ends "<shellId: … exit code N>"
+    snap = cont.read_fixture("copilot" if target == "grok" else "grok")
+    shown = trajconv.write(snap, target, tmp_path / "shown", allow_lossy=True)
+    assert "untranslated-exit-code" not in {d.code for d in shown.diagnostics}
+    records = []
+    for rec in snap.records:
+        if rec.kind == "tool-result" and rec.result.exit_code is not None:
+            hidden = rec.result.model_copy(update={"output": "some output\n"})
+            rec = rec.model_copy(update={"result": hidden})
+        records.append(rec)
+    bare = snap.model_copy(update={"records": tuple(records)})
+    export = trajconv.write(bare, target, tmp_path / "hidden", allow_lossy=True)
+    with_code = sum(r.kind == "tool-result" and r.result.exit_code is not None for r in records)
+    assert with_code > 0
+    assert {d.code: d.count for d in export.diagnostics}["untranslated-exit-code"] == with_code
