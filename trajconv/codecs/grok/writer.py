@@ -179,6 +179,8 @@ def plan(
                     "sessionUpdate": native.AGENT_CHUNK,
                     "content": {"type": "text", "text": rec.text},
                 }
+                if rec.model:  # a record's model is the update-level ``_meta.modelId`` (§3.3)
+                    update["_meta"] = {"modelId": rec.model}
                 chat.text(rec.text)
             elif rec.kind == "reasoning":
                 # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
@@ -186,6 +188,8 @@ def plan(
                     "sessionUpdate": native.THOUGHT_CHUNK,
                     "content": {"type": "text", "text": rec.text},
                 }
+                if rec.model:
+                    update["_meta"] = {"modelId": rec.model}
             elif rec.kind == "tool-call":
                 update = {
                     "sessionUpdate": native.TOOL_CALL,
@@ -237,6 +241,9 @@ def plan(
     updated = session.updated_at or last_time or created
     if created is None:
         diags.add("timestamps-synthesized", "summary.json created_at/updated_at")
+    else:  # derived from the records' times: say so, one count per derived fact
+        diags.add("timestamps-synthesized", "summary.json created_at", int(not session.created_at))
+        diags.add("timestamps-synthesized", "summary.json updated_at", int(not session.updated_at))
     summary: dict[str, Any] = {
         "info": {"id": sid, "cwd": workdir},
         "session_summary": session.title or "",
@@ -253,6 +260,8 @@ def plan(
         summary["generated_title"] = session.title
     if session.parent_session_id:
         summary["parent_session_id"] = session.parent_session_id
+    if session.branch:
+        summary["head_branch"] = session.branch  # git context (grok-build.md §5)
 
     base = f"home/.grok/{layout.SESSIONS}/{group}/{sid}"
     files = [
