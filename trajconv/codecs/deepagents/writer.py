@@ -133,6 +133,7 @@ class _Lowerer:
         self.group: dict[str, Any] | None = None
         self.parts: list[tuple[str, str]] = []
         self.model_seen = False
+        self.group_time: str | None = None
 
     def message_id(self, rec: Any) -> str:
         native = rec.evidence.native_id
@@ -179,6 +180,10 @@ class _Lowerer:
                 "content": "",
                 "tool_calls": [],
             }
+            self.group_time = rec.time
+        elif rec.time != self.group_time:  # one AIMessage holds one time, its first record's
+            lost = rec.time is not None
+            self.d.add("untranslated-time" if lost else "timestamps-synthesized", rec.id)
         group = self.group
         if rec.kind in ("assistant", "reasoning"):
             if rec.kind == "reasoning" and not self.keep_reasoning:
@@ -264,6 +269,12 @@ def plan(
         diags.add("untranslated-model", "response_metadata.model_name")
     if low.timed:
         diags.add("untranslated-time", "per-message times (kept only in checkpoint.json)")
+    if session.updated_at is None and last_time is not None:
+        diags.add("timestamps-synthesized", "updated_at (the last record's time)")
+    if session.title:
+        diags.add("untranslated-title", "a Deep Agents thread has no title")
+    if session.parent_session_id:
+        diags.add("untranslated-parent-session", "a Deep Agents thread has no parent thread")
     head: dict[str, Any] = {
         "format": layout.SEED_FORMAT,
         "snapshot_id": snapshot.id,
