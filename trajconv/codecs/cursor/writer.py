@@ -341,6 +341,16 @@ def _meta(
     created = _ms(session.created_at or first_time)
     if created is not None:
         meta["createdAt"] = created
+        if session.created_at is None:
+            diags.add("timestamps-synthesized", "meta.createdAt (the first record's time)")
+    # A store keeps no update time and no git branch the reader takes back, and a subagent
+    # store's ``subagentInfo`` needs the spawning tool call, which a Snapshot does not name.
+    if session.updated_at:
+        diags.add("untranslated-time", "session updated_at")
+    if session.branch:
+        diags.add("untranslated-branch", "session branch")
+    if session.parent_session_id:
+        diags.add("untranslated-parent-session", "meta.subagentInfo")
     meta["mode"] = "default"
     meta["isRunEverything"] = False
     if session.model:
