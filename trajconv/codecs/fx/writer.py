@@ -462,6 +462,8 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
             frames.add(ms, native.STEERING, {"text": rec.text})
         elif isinstance(rec, AssistantRecord):
             nxt = items[i + 1] if i + 1 < len(items) else None
+            if rec.model:  # its slot, provider_replay, also needs the provider's replay parts
+                diags.add("untranslated-model", rec.id)
             frames.add(
                 ms,
                 native.ASSISTANT,
@@ -521,9 +523,18 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
                 },
             )
     end = clock.last if clock.last is not None else 0
-    if turn.interrupted is not None:
+    if turn.interruption is not None:
+        at = clock.at(turn.interruption)
+        partial = turn.partial
+        if partial is not None:  # its text is held in the interrupted frame, at that time
+            if partial.model:
+                diags.add("untranslated-model", partial.id)
+            if partial.time is None:
+                diags.add("timestamps-synthesized", partial.id)
+            elif _ms(partial.time) != at:
+                diags.add("untranslated-time", partial.id)
         frames.add(
-            end,
+            at,
             native.INTERRUPTED,
             {
                 "reason": turn.interrupted,
