@@ -338,11 +338,11 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list
             clock.last = _ms(rec.time)
         if isinstance(rec, AssistantRecord) and rec.model:
             diags.add("untranslated-model", rec.id)  # a legacy history holds no model
-    for rec in (turn.interruption, turn.partial):  # held as an interrupted turn, untimed
-        if rec is not None and rec.time is not None:
-            diags.add("untranslated-time", rec.id)
-        if isinstance(rec, AssistantRecord) and rec.model:
-            diags.add("untranslated-model", rec.id)
+    for held in (turn.interruption, turn.partial):  # held as an interrupted turn, untimed
+        if held is not None and held.time is not None:
+            diags.add("untranslated-time", held.id)
+        if isinstance(held, AssistantRecord) and held.model:
+            diags.add("untranslated-model", held.id)
     steps = _steps(turn, diags)
     final: str | None = None
     if (
