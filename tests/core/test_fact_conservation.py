@@ -22,6 +22,7 @@ import pytest
 from trajconv import api
 from trajconv.codecs import registry
 from trajconv.parity import FixtureSession, _reread, fixture_sessions
+from trajconv.snapshot import io
 from trajconv.snapshot.diagnostics import REGISTRY
 from trajconv.snapshot.models import Snapshot
 
@@ -37,7 +38,7 @@ SESSION_FACTS: dict[str, tuple[str, str]] = {
     "parent_session_id": ("untranslated-parent-session", "defaults-assumed"),
 }
 RECORD_FIELDS: dict[str, tuple[str, str]] = {
-    "model": ("untranslated-model", "defaults-assumed"),
+    "model": ("untranslated-model", "model-assumed"),
     "time": ("untranslated-time", "timestamps-synthesized"),
     "ok": ("untranslated-tool-status", "tool-status-assumed"),
     "exit_code": ("untranslated-exit-code", "defaults-assumed"),
@@ -142,3 +143,40 @@ def test_every_changed_fact_is_named(
         f"{fx.label} -> {target}: facts changed without enough diagnostics "
         f"(code: needed, written) {short}; differences: {seen}"
     )
+
+
+def _patchy(snap: Snapshot) -> Snapshot:
+    """``snap`` with facts missing here and there, as sources often have them: no session
+    times, a model on only some answers, some records untimed, a tool status unknown."""
+    data = json.loads(io.dumps(snap))
+    data["session"].update(created_at=None, updated_at=None, branch="feature/x")
+    answers = [r for r in data["records"] if r["kind"] in ("assistant", "reasoning")]
+    for i, rec in enumerate(answers):
+        rec["model"] = "model-a" if i % 3 == 0 else (None if i % 3 == 1 else "model-b")
+    for i, rec in enumerate(data["records"]):
+        if i % 4 == 1:
+            rec["time"] = None
+        if rec["kind"] == "tool-result" and i % 2:
+            rec["result"]["ok"] = None
+    return Snapshot.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    ("target", "options"),
+    [
+        pytest.param(c.name, options, id=f"{c.name}{_suffix(options)}")
+        for c in registry.all_codecs()
+        if c.can_write
+        for options in [{}, *LAYOUTS.get(c.name, [])]
+    ],
+)
+def test_patchy_facts_are_named(target: str, options: dict[str, Any], tmp_path: Path) -> None:
+    fx = next(f for f in fixture_sessions(registry.get("copilot")) if f.case == "multi-turn")
+    snap = _patchy(_source(fx))
+    export = api.write(snap, target, tmp_path / "out", allow_lossy=True, **options)
+    written = _reread(registry.get(target), export.out_dir, export.session_id)
+    need, seen = fact_losses(snap, written)
+    assert need, "the patchy session must lose something in every target"
+    got = {d.code: d.count for d in export.diagnostics}
+    short = {code: (n, got.get(code, 0)) for code, n in need.items() if got.get(code, 0) < n}
+    assert not short, f"-> {target}: {short}; differences: {seen}"

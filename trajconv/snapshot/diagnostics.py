@@ -169,6 +169,11 @@ _CODES: tuple[Code, ...] = (
     ),
     _w("title-missing", "info", "the source has no title; the target shows none"),
     _w(
+        "model-assumed",
+        "info",
+        "a record without a model reads back with the model of its message or of an earlier one",
+    ),
+    _w(
         "tool-status-assumed",
         "warning",
         "the source does not say whether a tool succeeded; the target needs a status",

@@ -27,7 +27,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    dropped_code,
+    name_joined_models,
+)
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import EXIT_RE, HARNESS
 from trajconv.errors import RefusedError
@@ -134,6 +140,7 @@ class _Lowerer:
         self.parts: list[tuple[str, str]] = []
         self.model_seen = False
         self.group_time: str | None = None
+        self.models: list[tuple[str, str | None]] = []  # the group's texts, which take its model
 
     def message_id(self, rec: Any) -> str:
         native = rec.evidence.native_id
@@ -159,6 +166,9 @@ class _Lowerer:
         if group is None:
             return
         parts, self.parts = self.parts, []
+        model = group.get("response_metadata", {}).get("model_name")
+        name_joined_models(self.d, model, self.models)
+        self.models = []
         texts = [t for k, t in parts if k == "assistant"]
         if len(parts) == len(texts) and len(texts) <= 1:
             group["content"] = texts[0] if texts else ""
@@ -190,6 +200,7 @@ class _Lowerer:
                 self.d.add("untranslated-reasoning", rec.id)
                 return
             self.parts.append((rec.kind, rec.text))
+            self.models.append((rec.id, rec.model))
             if rec.model and "response_metadata" not in group:
                 group["response_metadata"] = {"model_name": rec.model}
                 self.model_seen = True

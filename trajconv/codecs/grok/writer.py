@@ -156,6 +156,7 @@ def plan(
     last_time: str | None = None
     prompt = -1
     last_text_kind: str | None = None
+    last_model: str | None = None
     with updates_path.open("wb") as updates, chat_path.open("wb") as chat_out:
         chat = _ChatHistory(chat_out)
         for rec in snapshot.records:
@@ -181,6 +182,9 @@ def plan(
                 }
                 if rec.model:  # a record's model is the update-level ``_meta.modelId`` (§3.3)
                     update["_meta"] = {"modelId": rec.model}
+                    last_model = rec.model
+                elif last_model:  # the reader carries the last ``modelId`` forward
+                    diags.add("model-assumed", rec.id)
                 chat.text(rec.text)
             elif rec.kind == "reasoning":
                 # Thoughts are display-only in Grok; they are not part of chat_history (§3.4).
@@ -190,6 +194,9 @@ def plan(
                 }
                 if rec.model:
                     update["_meta"] = {"modelId": rec.model}
+                    last_model = rec.model
+                elif last_model:
+                    diags.add("model-assumed", rec.id)
             elif rec.kind == "tool-call":
                 update = {
                     "sessionUpdate": native.TOOL_CALL,
