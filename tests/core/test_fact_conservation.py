@@ -64,7 +64,7 @@ def _fields(rec: Any) -> dict[str, Any]:
     return out
 
 
-def _difference(table: dict[str, tuple[str, str]], name: str, before: Any, after: Any) -> str:
+def _difference(table: dict[str, tuple[str, str]], name: str, before: Any) -> str:
     lost, invented = table[name]
     return invented if before is None else lost
 
@@ -80,7 +80,7 @@ def fact_losses(source: Snapshot, written: Snapshot) -> tuple[Counter[str], list
         if fact == "model" and before is None and after in {_fields(r).get("model") for r in src}:
             continue  # a reader that takes the session's model from its records: nothing new
         if before != after:
-            need[_difference(SESSION_FACTS, fact, before, after)] += 1
+            need[_difference(SESSION_FACTS, fact, before)] += 1
             seen.append(f"session.{fact}: {before!r} -> {after!r}")
     matcher = difflib.SequenceMatcher(None, [_key(r) for r in src], [_key(r) for r in out], False)
     for block in matcher.get_matching_blocks():
@@ -89,7 +89,7 @@ def fact_losses(source: Snapshot, written: Snapshot) -> tuple[Counter[str], list
             fa, fb = _fields(a), _fields(b)
             for name, before in fa.items():
                 if before != fb[name]:
-                    need[_difference(RECORD_FIELDS, name, before, fb[name])] += 1
+                    need[_difference(RECORD_FIELDS, name, before)] += 1
                     seen.append(f"{a.id}.{name}: {before!r} -> {fb[name]!r}")
     return need, seen
 
@@ -127,6 +127,22 @@ def test_the_codes_are_registered_writer_codes() -> None:
     for table in (SESSION_FACTS, RECORD_FIELDS):
         for codes in table.values():
             assert all(REGISTRY[c].side == "writer" for c in codes)
+
+
+def test_fact_losses_sees_each_kind_of_change() -> None:
+    fx = next(f for f in fixture_sessions(registry.get("copilot")) if f.case == "multi-turn")
+    snap = _source(fx)
+    data = json.loads(io.dumps(snap))
+    data["session"]["branch"] = None
+    answer = next(r for r in data["records"] if r["kind"] == "assistant" and r["model"])
+    answer["model"] = None
+    untimed = next(r for r in data["records"] if r["time"] is not None)
+    data["records"][0]["time"] = None  # the re-read gains a time the source lacked
+    assert untimed is data["records"][0]
+    need, _ = fact_losses(Snapshot.model_validate(data), snap)
+    assert need == {"defaults-assumed": 1, "model-assumed": 1, "timestamps-synthesized": 1}
+    need, _ = fact_losses(snap, Snapshot.model_validate(data))
+    assert need == {"untranslated-branch": 1, "untranslated-model": 1, "untranslated-time": 1}
 
 
 @pytest.mark.parametrize(("fx", "target", "options"), _cases())
