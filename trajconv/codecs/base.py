@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from trajconv.errors import LimitError, UnsafePathError, UsageError, writing
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
+    from trajconv.snapshot.diagnostics import Diagnostics
     from trajconv.snapshot.models import Diagnostic, Snapshot
 
 
@@ -342,6 +343,17 @@ def exit_code_shown(output: str, code: int) -> bool:
         if match is not None and int(match.group(1)) == code:
             return True
     return False
+
+
+def name_joined_models(
+    diags: Diagnostics, message_model: str | None, parts: Iterable[tuple[str, str | None]]
+) -> None:
+    """Records joined into one native message that holds one model (``message_model``), as
+    ``(record id, model)``: each whose own model differs is named, ``untranslated-model`` when
+    its model is lost, ``model-assumed`` when it has none and reads back with the message's."""
+    for rid, model in parts:
+        if model != message_model:
+            diags.add("untranslated-model" if model else "model-assumed", rid)
 
 
 def dropped_code(kind: str) -> str:

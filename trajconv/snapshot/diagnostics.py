@@ -178,6 +178,17 @@ _CODES: tuple[Code, ...] = (
     _w("untranslated-model", "info", "model name the target cannot hold was left out"),
     _w("untranslated-time", "info", "timestamps the target cannot hold were left out"),
     _w("untranslated-title", "info", "session title the target cannot hold was left out"),
+    _w("untranslated-branch", "info", "git branch the target cannot hold was left out"),
+    _w(
+        "untranslated-cwd",
+        "warning",
+        "working directory the target cannot hold as it is was left out or changed",
+    ),
+    _w(
+        "untranslated-parent-session",
+        "info",
+        "parent session id the target cannot hold was left out",
+    ),
     _w(
         "untranslated-steering",
         "warning",
@@ -247,6 +258,11 @@ _CODES: tuple[Code, ...] = (
         "info",
         "the Codex session names this model_provider; Codex resumes it only under that "
         "provider (writer option model_provider)",
+    ),
+    _w(
+        "model-assumed",
+        "info",
+        "a record without a model reads back with the model of its message or of an earlier one",
     ),
     _w(
         "tool-status-assumed",

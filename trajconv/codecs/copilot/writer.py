@@ -257,6 +257,8 @@ def plan(
     created = session.created_at or next((r.time for r in snapshot.records if r.time), None)
     if created is None:
         diags.add("timestamps-synthesized", "session.start")
+    elif session.created_at is None:  # the first record's time stands in: say so
+        diags.add("timestamps-synthesized", "workspace.yaml created_at")
 
     # One pass over the records (each pass re-parses them): the lines after session.start
     # go to a spool file as they are made; session.start and workspace.yaml are made after
@@ -331,6 +333,8 @@ def plan(
         out.group(group)
         out.close_turn()
     updated = session.updated_at or last_time or created
+    if session.updated_at is None and updated is not None:
+        diags.add("timestamps-synthesized", "workspace.yaml updated_at")
 
     version = (
         snapshot.source.harness_version
@@ -351,6 +355,10 @@ def plan(
     # model is written as ``selectedModel`` only when no reasoning/assistant record lacks one.
     if session.model and not unmodelled:
         start["selectedModel"] = session.model
+    elif session.model:
+        diags.add("untranslated-model", "session.start selectedModel")
+    if session.parent_session_id:  # the reader knows no parent session field
+        diags.add("untranslated-parent-session", "session.start")
     start["context"] = context
     start_line = native.event_line(
         native.SESSION_START, start, out.start_id, created or EPOCH, None, ()

@@ -38,6 +38,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
+    name_joined_models,
     safe_component,
 )
 from trajconv.codecs.cursor import layout, native, proto, reader
@@ -215,6 +216,7 @@ class _Lowering:
         self.messages: list[str] = []
         self.turns: list[str] = []
         self.assistant: dict[str, Any] | None = None
+        self.models: list[tuple[str, str | None]] = []  # its records that take its model
         self.turn: dict[str, Any] | None = None
         self.call_names: dict[str, str] = {}
 
@@ -231,8 +233,11 @@ class _Lowering:
 
     def close_assistant(self) -> None:
         if self.assistant is not None:
+            model = self.assistant.get("providerOptions", {}).get("cursor", {}).get("modelName")
+            name_joined_models(self.diags, model, self.models)
             self.emit(self.assistant)
             self.assistant = None
+            self.models = []
 
     def close_turn(self) -> None:
         if self.turn is None:
@@ -277,6 +282,8 @@ class _Lowering:
         kind = rec.kind
         if kind in ("assistant", "reasoning", "tool-call"):
             msg = self._assistant_msg(getattr(rec, "model", None))
+            if kind == "assistant" or (kind == "reasoning" and not rec.model):
+                self.models.append((rec.id, rec.model))  # the reader gives them the message's
             if kind == "assistant":
                 msg["content"].append({"type": "text", "text": rec.text})
                 if self.turn is not None:
@@ -383,6 +390,16 @@ def _meta(
     created = _ms(session.created_at or first_time)
     if created is not None:
         meta["createdAt"] = created
+        if session.created_at is None:
+            diags.add("timestamps-synthesized", "meta.createdAt (the first record's time)")
+    # A store keeps no update time and no git branch the reader takes back, and a subagent
+    # store's ``subagentInfo`` needs the spawning tool call, which a Snapshot does not name.
+    if session.updated_at:
+        diags.add("untranslated-time", "session updated_at")
+    if session.branch:
+        diags.add("untranslated-branch", "session branch")
+    if session.parent_session_id:
+        diags.add("untranslated-parent-session", "meta.subagentInfo")
     meta["mode"] = "default"
     meta["isRunEverything"] = False
     if session.model:

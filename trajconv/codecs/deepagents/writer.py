@@ -33,6 +33,7 @@ from trajconv.codecs.base import (
     check_continuable,
     dropped_code,
     exit_code_shown,
+    name_joined_models,
 )
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import HARNESS
@@ -139,6 +140,8 @@ class _Lowerer:
         self.group: dict[str, Any] | None = None
         self.parts: list[tuple[str, str]] = []
         self.model_seen = False
+        self.group_time: str | None = None
+        self.models: list[tuple[str, str | None]] = []  # the group's texts, which take its model
 
     def message_id(self, rec: Any) -> str:
         native = rec.evidence.native_id
@@ -164,6 +167,9 @@ class _Lowerer:
         if group is None:
             return
         parts, self.parts = self.parts, []
+        model = group.get("response_metadata", {}).get("model_name")
+        name_joined_models(self.d, model, self.models)
+        self.models = []
         texts = [t for k, t in parts if k == "assistant"]
         if len(parts) == len(texts) and len(texts) <= 1:
             group["content"] = texts[0] if texts else ""
@@ -185,12 +191,17 @@ class _Lowerer:
                 "content": "",
                 "tool_calls": [],
             }
+            self.group_time = rec.time
+        elif rec.time != self.group_time:  # one AIMessage holds one time, its first record's
+            lost = rec.time is not None
+            self.d.add("untranslated-time" if lost else "timestamps-synthesized", rec.id)
         group = self.group
         if rec.kind in ("assistant", "reasoning"):
             if rec.kind == "reasoning" and not self.keep_reasoning:
                 self.d.add("untranslated-reasoning", rec.id)
                 return
             self.parts.append((rec.kind, rec.text))
+            self.models.append((rec.id, rec.model))
             if rec.model and "response_metadata" not in group:
                 group["response_metadata"] = {"model_name": rec.model}
                 self.model_seen = True
@@ -270,6 +281,12 @@ def plan(
         diags.add("untranslated-model", "response_metadata.model_name")
     if low.timed:
         diags.add("untranslated-time", "per-message times (kept only in checkpoint.json)")
+    if session.updated_at is None and last_time is not None:
+        diags.add("timestamps-synthesized", "updated_at (the last record's time)")
+    if session.title:
+        diags.add("untranslated-title", "a Deep Agents thread has no title")
+    if session.parent_session_id:
+        diags.add("untranslated-parent-session", "a Deep Agents thread has no parent thread")
     head: dict[str, Any] = {
         "format": layout.SEED_FORMAT,
         "snapshot_id": snapshot.id,

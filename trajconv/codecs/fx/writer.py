@@ -94,6 +94,7 @@ class _Turn:
     items: list[Record] = field(default_factory=list)
     interrupted: str | None = None
     partial: AssistantRecord | None = None
+    interruption: SystemRecord | None = None
 
 
 def _is_interruption(rec: Record) -> bool:
@@ -154,6 +155,7 @@ class _Lowering:
                 )
             if isinstance(rec, SystemRecord) and _is_interruption(rec):
                 cur.interrupted = rec.text[len(native.INTERRUPT_PREFIX) :]
+                cur.interruption = rec
                 if cur.interrupted not in native.INTERRUPT_REASONS:
                     cur.interrupted = "cancelled"
             elif _is_partial(rec) and isinstance(rec, AssistantRecord):
@@ -334,6 +336,13 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list
         elif rec.time is not None:
             diags.add("untranslated-time", rec.id)
             clock.last = _ms(rec.time)
+        if isinstance(rec, AssistantRecord) and rec.model:
+            diags.add("untranslated-model", rec.id)  # a legacy history holds no model
+    for held in (turn.interruption, turn.partial):  # held as an interrupted turn, untimed
+        if held is not None and held.time is not None:
+            diags.add("untranslated-time", held.id)
+        if isinstance(held, AssistantRecord) and held.model:
+            diags.add("untranslated-model", held.id)
     steps = _steps(turn, diags)
     final: str | None = None
     if (
@@ -453,6 +462,8 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
             frames.add(ms, native.STEERING, {"text": rec.text})
         elif isinstance(rec, AssistantRecord):
             nxt = items[i + 1] if i + 1 < len(items) else None
+            if rec.model:  # its slot, provider_replay, also needs the provider's replay parts
+                diags.add("untranslated-model", rec.id)
             frames.add(
                 ms,
                 native.ASSISTANT,
@@ -512,9 +523,18 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
                 },
             )
     end = clock.last if clock.last is not None else 0
-    if turn.interrupted is not None:
+    if turn.interruption is not None:
+        at = clock.at(turn.interruption)
+        partial = turn.partial
+        if partial is not None:  # its text is held in the interrupted frame, at that time
+            if partial.model:
+                diags.add("untranslated-model", partial.id)
+            if partial.time is None:
+                diags.add("timestamps-synthesized", partial.id)
+            elif _ms(partial.time) != at:
+                diags.add("untranslated-time", partial.id)
         frames.add(
-            end,
+            at,
             native.INTERRUPTED,
             {
                 "reason": turn.interrupted,
@@ -584,6 +604,13 @@ def plan(
     workdir = cwd or session.cwd
     if session.created_at is None:
         diags.add("timestamps-synthesized", "created_at_ms")
+    if session.updated_at is None:
+        diags.add("timestamps-synthesized", "updated_at_ms")
+    # fx keeps no git branch, and its sessions name no parent session (fx.md §4)
+    if session.branch:
+        diags.add("untranslated-branch", "session.json")
+    if session.parent_session_id:
+        diags.add("untranslated-parent-session", "session.json")
     base = f"{layout.FX_DIR}/{layout.SESSIONS}/{sid}"
     lowering = _Lowering(allow_lossy, diags)
     out = _History(Spool()) if schema == 1 else _Frames(Spool())

@@ -172,6 +172,7 @@ def plan(
     prompt = -1
     last_text_kind: str | None = None
     own = snapshot.source.harness == "grok"
+    last_model: str | None = None
     with updates_path.open("wb") as updates, chat_path.open("wb") as chat_out:
         chat = _ChatHistory(chat_out)
         for rec in snapshot.records:
@@ -195,6 +196,11 @@ def plan(
                     "sessionUpdate": native.AGENT_CHUNK,
                     "content": {"type": "text", "text": rec.text},
                 }
+                if rec.model:  # a record's model is the update-level ``_meta.modelId`` (§3.3)
+                    update["_meta"] = {"modelId": rec.model}
+                    last_model = rec.model
+                elif last_model:  # the reader carries the last ``modelId`` forward
+                    diags.add("model-assumed", rec.id)
                 chat.text(rec.text)
             elif rec.kind == "reasoning":
                 update = {
@@ -202,6 +208,11 @@ def plan(
                     "content": {"type": "text", "text": rec.text},
                 }
                 chat.reasoning(rec.text)
+                if rec.model:
+                    update["_meta"] = {"modelId": rec.model}
+                    last_model = rec.model
+                elif last_model:
+                    diags.add("model-assumed", rec.id)
             elif rec.kind == "tool-call":
                 update = {
                     "sessionUpdate": native.TOOL_CALL,
@@ -261,6 +272,9 @@ def plan(
     updated = session.updated_at or last_time or created
     if created is None:
         diags.add("timestamps-synthesized", "summary.json created_at/updated_at")
+    else:  # derived from the records' times: say so, one count per derived fact
+        diags.add("timestamps-synthesized", "summary.json created_at", int(not session.created_at))
+        diags.add("timestamps-synthesized", "summary.json updated_at", int(not session.updated_at))
     summary: dict[str, Any] = {
         "info": {"id": sid, "cwd": workdir},
         "session_summary": session.title or "",
@@ -277,6 +291,8 @@ def plan(
         summary["generated_title"] = session.title
     if session.parent_session_id:
         summary["parent_session_id"] = session.parent_session_id
+    if session.branch:
+        summary["head_branch"] = session.branch  # git context (grok-build.md §5)
 
     base = f"home/.grok/{layout.SESSIONS}/{group}/{sid}"
     files = [
