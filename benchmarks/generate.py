@@ -123,6 +123,20 @@ class _Budget:
         self.fh.close()
 
 
+def _one_journal(harness: str, log: _Budget, path: Path, sid: str, out: Path) -> dict[str, Any]:
+    """Close ``log`` and describe a dataset that is one JSONL session file."""
+    log.close()
+    return {
+        "harness": harness,
+        "read_path": str(path),
+        "session": sid,
+        "cwd": CWD,
+        "home": str(out),
+        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
+        "units": log.lines,
+    }
+
+
 # -- Grok Build (grok-build.md §1-§5) ----------------------------------------------------------
 
 
@@ -1039,16 +1053,7 @@ def gen_gemini(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
             )
         )
         touched()
-    log.close()
-    return {
-        "harness": "gemini",
-        "read_path": str(path),
-        "session": sid,
-        "cwd": CWD,
-        "home": str(out),
-        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
-        "units": log.lines,
-    }
+    return _one_journal("gemini", log, path, sid, out)
 
 
 # -- OpenCode (opencode.md §2, §3, §5, §6) ---------------------------------------------------
@@ -1240,16 +1245,7 @@ def gen_claude(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
         block(f"msg_{answers:024d}", text_block, "end_turn")
     log.write(_line({"type": "last-prompt", "lastPrompt": prompt, "leafUuid": parent,
                      "sessionId": sid}))  # fmt: skip
-    log.close()
-    return {
-        "harness": "claude",
-        "read_path": str(path),
-        "session": sid,
-        "cwd": CWD,
-        "home": str(out),
-        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
-        "units": log.lines,
-    }
+    return _one_journal("claude", log, path, sid, out)
 
 
 # -- Codex CLI (trajconv/codecs/codex/README.md; the legacy rollout shape) ---------------------
@@ -1319,16 +1315,7 @@ def gen_codex(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
         put("response_item", {"type": "message", "role": "assistant",
                               "content": [{"type": "output_text", "text": reply}]})  # fmt: skip
         put("event_msg", {"type": "agent_message", "message": reply})
-    log.close()
-    return {
-        "harness": "codex",
-        "read_path": str(path),
-        "session": sid,
-        "cwd": CWD,
-        "home": str(out),
-        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
-        "units": log.lines,
-    }
+    return _one_journal("codex", log, path, sid, out)
 
 
 class SkipDataset(Exception):
