@@ -539,6 +539,9 @@ def machine() -> list[str]:
         f"- memory: {mem}",
         f"- OS: {platform.system()} {platform.release()}",
         f"- Python {platform.python_version()}, orjson {orjson.__version__}",
+        "- load average (1, 5, 15 min) when the report was written: "
+        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        + " (other processes inflate wall times; CPU times much less)",
     ]
 
 
