@@ -17,6 +17,7 @@ whose ``dataset.json`` already matches the parameters is not rebuilt.
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import random
@@ -35,7 +36,10 @@ DATA = Path(__file__).resolve().parent / ".data"
 GENERATOR_VERSION = 7
 SEED = 20261130
 SIZES = {"10MB": 10 * 1024**2, "100MB": 100 * 1024**2, "1GB": 1024**3}
-HARNESSES = ("grok", "copilot", "fx1", "fx4", "cursor", "deepagents", "gemini", "opencode")
+HARNESSES = (
+    "grok", "copilot", "fx1", "fx4", "cursor", "deepagents", "gemini", "opencode", "claude",
+    "codex",
+)  # fmt: skip
 CWD = "/srv/bench"
 BASE_MS = 1_788_249_600_000  # 2026-09-01T08:00:00Z
 
@@ -117,6 +121,20 @@ class _Budget:
 
     def close(self) -> None:
         self.fh.close()
+
+
+def _one_journal(harness: str, log: _Budget, path: Path, sid: str, out: Path) -> dict[str, Any]:
+    """Close ``log`` and describe a dataset that is one JSONL session file."""
+    log.close()
+    return {
+        "harness": harness,
+        "read_path": str(path),
+        "session": sid,
+        "cwd": CWD,
+        "home": str(out),
+        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
+        "units": log.lines,
+    }
 
 
 # -- Grok Build (grok-build.md §1-§5) ----------------------------------------------------------
@@ -1035,16 +1053,7 @@ def gen_gemini(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
             )
         )
         touched()
-    log.close()
-    return {
-        "harness": "gemini",
-        "read_path": str(path),
-        "session": sid,
-        "cwd": CWD,
-        "home": str(out),
-        "floor": {"kind": "jsonl", "files": [str(path)], "json": [], "blobs": []},
-        "units": log.lines,
-    }
+    return _one_journal("gemini", log, path, sid, out)
 
 
 # -- OpenCode (opencode.md §2, §3, §5, §6) ---------------------------------------------------
@@ -1159,6 +1168,156 @@ def gen_opencode(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
+# -- Claude Code (trajconv/codecs/claude/README.md; shapes as 2.1.332 writes them) -------------
+
+
+def gen_claude(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """One main-chain transcript: each line's ``parentUuid`` the line before it, one content
+    block per assistant line (the blocks of one answer sharing ``message.id``), each
+    ``tool_use`` answered by a user ``tool_result`` line, a ``last-prompt`` line at the end."""
+    text = Text(rng)
+    sid = _uuid(rng)
+    key = "".join(c if c.isascii() and c.isalnum() else "-" for c in CWD)
+    path = out / ".claude" / "projects" / key / f"{sid}.jsonl"
+    log = _Budget(path, target)
+    ms = BASE_MS
+    parent: str | None = None
+    facts = {"userType": "external", "cwd": CWD, "sessionId": sid, "version": "2.1.332",
+             "gitBranch": "main"}  # fmt: skip
+
+    def chain(kind: str, message: dict[str, Any], **extra: Any) -> str:
+        nonlocal ms, parent
+        ms += rng.randint(1, 900)
+        uid = _uuid(rng)
+        line = {"parentUuid": parent, "isSidechain": False, "type": kind, "message": message,
+                "uuid": uid, "timestamp": _iso(ms), **extra, **facts}  # fmt: skip
+        log.write(_line(line))
+        parent = uid
+        return uid
+
+    answers = calls = 0
+    prompt = ""
+
+    def block(mid: str, content: dict[str, Any], stop: str | None) -> str:
+        usage = {"input_tokens": 1000, "cache_creation_input_tokens": 0,
+                 "cache_read_input_tokens": 0, "output_tokens": 50}  # fmt: skip
+        message = {"id": mid, "type": "message", "role": "assistant", "model": "claude-opus-5-5",
+                   "content": [content], "stop_reason": stop, "stop_sequence": None,
+                   "usage": usage}  # fmt: skip
+        return chain("assistant", message, requestId=f"req_{mid[4:]}")
+
+    while not log.full:
+        prompt = text(_size(rng, 300, 20_000))
+        chain("user", {"role": "user", "content": prompt}, promptId=_uuid(rng))
+        for _ in range(rng.randint(1, 4)):
+            answers += 1
+            mid = f"msg_{answers:024d}"
+            signature = base64.b64encode(rng.randbytes(rng.randint(200, 600))).decode()
+            thinking = {"type": "thinking", "thinking": text(_size(rng, 200, 4000)),
+                        "signature": signature}  # fmt: skip
+            block(mid, thinking, None)
+            if rng.random() < 0.7:
+                block(mid, {"type": "text", "text": text(_size(rng, 400, 30_000))}, None)
+            uses = []
+            for _ in range(rng.choice((1, 1, 2))):
+                calls += 1
+                name = rng.choice(("Read", "Bash"))
+                args: dict[str, Any] = (
+                    {"file_path": f"{CWD}/src/m{calls % 997}.py"}
+                    if name == "Read"
+                    else {"command": text(_size(rng, 40, 400)), "description": "Run it"}
+                )
+                tid = f"toolu_{calls:020d}"
+                uses.append((tid, name, block(mid, {"type": "tool_use", "id": tid,
+                             "name": name, "input": args}, "tool_use")))  # fmt: skip
+            for tid, name, assistant_uuid in uses:
+                failed = rng.random() < 0.15
+                output = text(_size(rng, 800, 60_000))
+                if failed and name == "Bash":
+                    output = f"Exit code 1\n{output}"
+                result = {"type": "tool_result", "content": output, "is_error": failed,
+                          "tool_use_id": tid}  # fmt: skip
+                chain("user", {"role": "user", "content": [result]},
+                      toolUseResult=f"Error: {output}" if failed else output,
+                      sourceToolAssistantUUID=assistant_uuid)  # fmt: skip
+        answers += 1
+        text_block = {"type": "text", "text": text(_size(rng, 400, 30_000))}
+        block(f"msg_{answers:024d}", text_block, "end_turn")
+    log.write(_line({"type": "last-prompt", "lastPrompt": prompt, "leafUuid": parent,
+                     "sessionId": sid}))  # fmt: skip
+    return _one_journal("claude", log, path, sid, out)
+
+
+# -- Codex CLI (trajconv/codecs/codex/README.md; the legacy rollout shape) ---------------------
+
+
+def gen_codex(out: Path, target: int, rng: random.Random) -> dict[str, Any]:
+    """A rollout in the legacy ``{timestamp, type, payload}`` shape: ``session_meta``, a
+    ``turn_context`` per turn, ``response_item`` messages, reasoning (summary + an opaque
+    ``encrypted_content``), ``exec_command`` function calls and ``apply_patch`` custom tool
+    calls with outputs headed by their exit line, and the ``event_msg`` copies of prompts
+    and replies (counted as duplicates by the reader)."""
+    text = Text(rng)
+    sid = _uuid(rng)
+    day = out / ".codex" / "sessions" / "2026" / "09" / "01"
+    path = day / f"rollout-2026-09-01T08-00-00-{sid}.jsonl"
+    log = _Budget(path, target)
+    ms = BASE_MS
+
+    def put(kind: str, payload: dict[str, Any]) -> None:
+        nonlocal ms
+        ms += rng.randint(1, 900)
+        log.write(_line({"timestamp": _iso(ms), "type": kind, "payload": payload}))
+
+    put("session_meta", {"id": sid, "timestamp": _iso(ms), "cwd": CWD,
+                         "originator": "codex_cli_rs", "cli_version": "0.171.0", "source": "cli",
+                         "model_provider": "openai", "git": {"branch": "main"}})  # fmt: skip
+    calls = 0
+    while not log.full:
+        put("turn_context", {"cwd": CWD, "approval_policy": "never", "model": "gpt-5.5"})
+        prompt = text(_size(rng, 300, 20_000))
+        put("response_item", {"type": "message", "role": "user",
+                              "content": [{"type": "input_text", "text": prompt}]})  # fmt: skip
+        put("event_msg", {"type": "user_message", "message": prompt, "images": []})
+        for _ in range(rng.randint(1, 4)):
+            summary = text(_size(rng, 200, 4000))
+            blob = base64.b64encode(rng.randbytes(rng.randint(300, 3000))).decode()
+            put("response_item", {"type": "reasoning",
+                                  "summary": [{"type": "summary_text", "text": summary}],
+                                  "content": None, "encrypted_content": blob})  # fmt: skip
+            put("event_msg", {"type": "agent_reasoning", "text": summary})
+            calls += 1
+            cid = f"call_{calls:08d}"
+            code = 1 if rng.random() < 0.15 else 0
+            body = text(_size(rng, 800, 60_000))
+            if rng.random() < 0.8:
+                cmd = text(_size(rng, 40, 400))
+                put("response_item", {"type": "function_call", "name": "exec_command",
+                                      "arguments": orjson.dumps({"cmd": cmd}).decode(),
+                                      "call_id": cid})  # fmt: skip
+                output = (f"Chunk ID: {calls:06x}\nWall time: 0.0100 seconds\n"
+                          f"Process exited with code {code}\nOriginal token count: "
+                          f"{len(body) // 4}\nOutput:\n{body}")  # fmt: skip
+                put("response_item", {"type": "function_call_output", "call_id": cid,
+                                      "output": output})  # fmt: skip
+            else:
+                patch = f"*** Begin Patch\n*** Add File: m{calls}.txt\n+{body}\n*** End Patch\n"
+                put("response_item", {"type": "custom_tool_call", "status": "completed",
+                                      "call_id": cid, "name": "apply_patch",
+                                      "input": patch})  # fmt: skip
+                output = (f"Exit code: {code}\nWall time: 0 seconds\nOutput:\n"
+                          f"Success. Updated the following files:\nA m{calls}.txt\n")  # fmt: skip
+                put("response_item", {"type": "custom_tool_call_output", "call_id": cid,
+                                      "output": output})  # fmt: skip
+            put("event_msg", {"type": "token_count", "info": {"total_token_usage": {
+                "input_tokens": 1000 * calls, "output_tokens": 50 * calls}}})  # fmt: skip
+        reply = text(_size(rng, 400, 30_000))
+        put("response_item", {"type": "message", "role": "assistant",
+                              "content": [{"type": "output_text", "text": reply}]})  # fmt: skip
+        put("event_msg", {"type": "agent_message", "message": reply})
+    return _one_journal("codex", log, path, sid, out)
+
+
 class SkipDataset(Exception):
     """A dataset that cannot be generated here (a missing optional library)."""
 
@@ -1172,6 +1331,8 @@ GENERATORS: dict[str, Callable[[Path, int, random.Random], dict[str, Any]]] = {
     "deepagents": gen_deepagents,
     "gemini": gen_gemini,
     "opencode": gen_opencode,
+    "claude": gen_claude,
+    "codex": gen_codex,
 }
 
 

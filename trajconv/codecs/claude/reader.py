@@ -43,12 +43,13 @@ READER = "claude/1"
 
 @dataclass
 class _Scan:
-    """What the first pass learns: the tree and the session facts."""
+    """What the first pass learns: the tree and the session facts (held per chain line for
+    the whole read, so only what the chain needs: which lines have children is worked out
+    from ``parent`` when no ``last-prompt`` names the leaf)."""
 
     parent: dict[str, str | None] = field(default_factory=dict)
     line_of: dict[str, int] = field(default_factory=dict)
     stamp: dict[str, str] = field(default_factory=dict)
-    has_child: set[str] = field(default_factory=set)
     sidechain: set[str] = field(default_factory=set)
     leaf_hint: str | None = None
     titles: dict[str, str] = field(default_factory=dict)
@@ -81,8 +82,6 @@ class _Scan:
             self.line_of[uid] = number
             if isinstance(ts, str):
                 self.stamp[uid] = ts
-            if parent is not None:
-                self.has_child.add(parent)
             if obj.get("isSidechain") is True:
                 self.sidechain.add(uid)
             self.cwd = native.str_or_none(obj.get("cwd")) or self.cwd
@@ -107,10 +106,9 @@ class _Scan:
         """Line numbers of the resumed conversation, root first."""
         leaf = self.leaf_hint if self.leaf_hint in self.line_of else None
         if leaf is None:
+            has_child = set(self.parent.values())
             leaves = [
-                u
-                for u in self.line_of
-                if u not in self.has_child and (u in self.sidechain) == subagent
+                u for u in self.line_of if u not in has_child and (u in self.sidechain) == subagent
             ]
             if not leaves:
                 return []
@@ -416,17 +414,15 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
 
     proj = _Projector(b, name)
     held: dict[int, dict[str, Any]] = {}
-    seen: set[str] = set()
     max_records = limits.max_records
     for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
         uid = obj.get("uuid")
         if not native.is_chain(obj) or not isinstance(uid, str):
             _side(number, obj, b.diagnostics, name)
             continue
-        if uid in seen:
+        if scan.line_of.get(uid) != number:  # the first pass kept the uuid's first line
             b.diagnostics.add("duplicate-message", f"{name}:{number}")
             continue
-        seen.add(uid)
         if number not in on_chain:
             code = "nested-namespace" if uid in scan.sidechain and not subagent else "rewound"
             b.diagnostics.add(code, f"{name}:{number}")
