@@ -282,6 +282,10 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return items
 
 
+INTERRUPTED = "[The previous response was interrupted before it completed.]"
+"""The CLI's own closing model turn (``INTERRUPTED_RESPONSE_PLACEHOLDER``, 0.61.0)."""
+
+
 def expected_items(records: Any, prompt: str) -> list[tuple[Any, ...]]:
     """What a resumed model must see of a session's records (``Snapshot.records``), in order,
     then ``prompt``: reasoning and system text aside (the CLI sends no thoughts, and the format
@@ -302,6 +306,10 @@ def expected_items(records: Any, prompt: str) -> list[tuple[Any, ...]]:
             )
         elif r.kind == "tool-result":
             out.append(("tool-result", r.result.output, r.result.ok is False))
+    if out and out[-1][0] == "tool-result":
+        # geminiChat.ts closeUnansweredToolResponseTurn: history that ends with an unanswered
+        # tool response gets a closing model turn, so the next prompt stays a turn of its own
+        out.append(("assistant", INTERRUPTED))
     return [*out, ("user", prompt)]
 
 

@@ -74,16 +74,17 @@ def _cursor(export: Export, written: Snapshot) -> Verdict | None:
     if cursor.find(tools_dir()) is None:
         return None
     with tempfile.TemporaryDirectory(prefix="trajconv-cursor-home-") as home:
-        # The export is a readout; its prepare.py builds the store Cursor opens.
+        # The export is a readout; its prepare.py builds the store Cursor opens, filed under
+        # the session's cwd (a scratch project when the source kept none, as ATIF does).
+        cwd = written.session.cwd or str(Path(home) / "project")
         subprocess.run(
-            [sys.executable, str(export.out_dir / "prepare.py"), "--home", home],
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", home]
+            + ([] if written.session.cwd else ["--cwd", cwd]),
             check=True,
             capture_output=True,
             timeout=120,
         )
-        r = cursor.check(
-            Path(home), export.session_id, written.session.cwd or "", tools_dir=tools_dir()
-        )
+        r = cursor.check(Path(home), export.session_id, cwd, tools_dir=tools_dir())
     return {
         "ok": r.ok and r.error is None,
         "version": r.sdk_version,
