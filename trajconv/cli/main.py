@@ -189,7 +189,7 @@ def read(source: str, path: Path, output: Path | None, session: str | None, **kw
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
     """Write a Snapshot as an export for another harness (native files + prepare.py)."""
     import trajconv
-    from trajconv.snapshot.archive import load_input
+    from trajconv.store.local import load_input
 
     snap = load_input(snapshot)  # a Snapshot in a store gets its artifacts from the store
     export = trajconv.write(snap, target, out, allow_lossy=kw.pop("allow_lossy"), **_write_opts(kw))
@@ -203,7 +203,7 @@ def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
     is left out (or given as ``snapshot``) and the file or store is loaded as is.
     """
     from trajconv.errors import UsageError
-    from trajconv.snapshot.archive import is_store, load_input
+    from trajconv.store.local import is_store, load_input
 
     if source is None:
         looks_stored = is_store(path) if path.is_dir() else _sniff_snapshot(path)
@@ -285,8 +285,8 @@ def verify(file: Path, as_json: bool) -> None:
     and the index are checked.
     """
     from trajconv.snapshot import io
-    from trajconv.snapshot.archive import artifact_check, artifact_resolver
     from trajconv.snapshot.fileload import verify_streamed
+    from trajconv.store.local import artifact_check, artifact_resolver
 
     if file.is_dir():
         _verify_store(file, as_json)
@@ -479,7 +479,7 @@ def parity(write_: bool, check_: bool, as_json: bool) -> None:
 
 
 def _verify_store(store: Path, as_json: bool) -> None:
-    from trajconv.snapshot.archive import verify_store
+    from trajconv.store.local import verify_store
 
     report = verify_store(store)
     if as_json:
@@ -576,7 +576,7 @@ def archive_run(
     when the previous one's record chain is a prefix of it, else `diverged`; older
     Snapshots are kept. Native homes are only read.
     """
-    from trajconv.archive import archive as run_archive
+    from trajconv.harvest import archive as run_archive
 
     with _archive_progress(sys.stderr.isatty()) as tick:
         summary = run_archive(
@@ -614,7 +614,7 @@ def archive_run(
 def archive_log(store: Path, session: str | None, harness: str | None, as_json: bool) -> None:
     """List archived sessions, or one SESSION's Snapshot history (oldest first)."""
     from trajconv.errors import UsageError
-    from trajconv.snapshot.archive import Store
+    from trajconv.store.local import Store
 
     with Store.open(store) as st:
         if session is None:
@@ -648,7 +648,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_export(store: Path, file: Path, as_json: bool) -> None:
     """Write STORE as one .tar.gz FILE with a sha256 manifest (the store must verify)."""
-    from trajconv.snapshot.archive import export_store
+    from trajconv.store.local import export_store
 
     moved = export_store(store, file)
     if as_json:
@@ -666,7 +666,7 @@ def archive_export(store: Path, file: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_import(file: Path, store: Path, as_json: bool) -> None:
     """Unpack an exported FILE into a new STORE; a damaged file is refused."""
-    from trajconv.snapshot.archive import import_store
+    from trajconv.store.local import import_store
 
     moved = import_store(file, store)
     if as_json:

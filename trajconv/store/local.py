@@ -17,7 +17,7 @@ only ever points at complete Snapshots. A Snapshot file without an index row
 session is archived again. Nothing here deletes a Snapshot, an artifact or a row.
 
 The store knows no codec: it imports only ``trajconv.snapshot`` and
-``trajconv.errors``. Discovering and reading sessions is ``trajconv.archive``.
+``trajconv.errors``. Discovering and reading sessions is ``trajconv.harvest``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ For every registered codec (or one, ``harness``) and its default home (or ``home
 (size, mtime_ns and inode of every file of the session, nothing opened), and a
 session whose fingerprint equals the one the store recorded last is skipped without
 being read. Every other session is read through the Codec protocol and handed to
-:class:`trajconv.snapshot.archive.Store`, which records it as ``first``, ``extends``,
+:class:`trajconv.store.local.Store`, which records it as ``first``, ``extends``,
 ``diverged`` or ``unchanged``. Only the store is written; native homes are only read.
 
 This module names no harness: it works through ``discover`` and ``read`` of whatever
@@ -29,8 +29,8 @@ from typing import Any
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
 from trajconv.errors import NoSpaceError, RefusedError, TrajconvError
-from trajconv.snapshot.archive import Store
 from trajconv.snapshot.models import Snapshot
+from trajconv.store.local import Store
 
 FINGERPRINT_VERSION = "stat1"
 # SQLite keeps committed pages in ``-wal`` until a checkpoint; ``-shm`` is an index a
