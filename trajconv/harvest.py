@@ -30,7 +30,7 @@ from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
 from trajconv.errors import NoSpaceError, RefusedError, TrajconvError
 from trajconv.snapshot.models import Snapshot
-from trajconv.store.local import Store
+from trajconv.store import is_url, open_store
 
 FINGERPRINT_VERSION = "stat1"
 # SQLite keeps committed pages in ``-wal`` until a checkpoint; ``-shm`` is an index a
@@ -259,7 +259,7 @@ def _reads(
 
 
 def archive(
-    store_path: Path,
+    store_path: Path | str,
     *,
     harness: str | None = None,
     home: Path | None = None,
@@ -269,14 +269,17 @@ def archive(
 ) -> Summary:
     """Archive every discovered session whose fingerprint changed into ``store_path``."""
     started = time.monotonic()
-    store_path = Path(store_path)
+    local_path = None if is_url(store_path) else Path(store_path)
     limits = limits or Limits.from_env()
     summary = Summary(store=str(store_path))
     codecs = _codecs(harness)
     tick = progress or (lambda _p: None)
     refs = _discover(codecs, home, summary)
-    _refuse_store_in_home(refs, summary.coverage, store_path)
-    with Store.open(store_path, create=True, write=True) as store:
+    if local_path is not None:
+        _refuse_store_in_home(refs, summary.coverage, local_path)
+    elif str(store_path).startswith("file://"):
+        _refuse_store_in_home(refs, summary.coverage, Path(str(store_path)[7:]))
+    with open_store(store_path, create=True, write=True) as store:
         total = len(refs)
         tick(Progress("discover", 0, total, summary.counts))
         known = store.fingerprints()

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_USAGE, TrajconvError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -203,9 +204,9 @@ def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
     is left out (or given as ``snapshot``) and the file or store is loaded as is.
     """
     from trajconv.errors import UsageError
-    from trajconv.store.local import is_store, load_input
+    from trajconv.store import is_store, is_url, load_input
 
-    if source is None:
+    if source is None and not is_url(path):
         looks_stored = is_store(path) if path.is_dir() else _sniff_snapshot(path)
         if not looks_stored:
             raise UsageError(
@@ -233,7 +234,7 @@ def _sniff_snapshot(path: Path) -> bool:
     "a Snapshot file or an archive store",
 )
 @click.option("--to", "target", required=True, help="harness to write for")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("path", type=StorePath(exists=True, path_type=Path))
 @click.option("-o", "--out", required=True, type=click.Path(path_type=Path), help="export folder")
 @click.option("--session", default=None, help="session id inside a home or store holding several")
 @click.option(
@@ -276,7 +277,7 @@ def convert(
 
 
 @cli.command()
-@click.argument("file", type=click.Path(exists=True, path_type=Path))
+@click.argument("file", type=StorePath(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def verify(file: Path, as_json: bool) -> None:
     """Recompute a Snapshot's hashes; name the first broken record or artifact.
@@ -286,9 +287,9 @@ def verify(file: Path, as_json: bool) -> None:
     """
     from trajconv.snapshot import io
     from trajconv.snapshot.fileload import verify_streamed
-    from trajconv.store.local import artifact_check, artifact_resolver
+    from trajconv.store import artifact_check, artifact_resolver, is_url
 
-    if file.is_dir():
+    if is_url(file) or file.is_dir():
         _verify_store(file, as_json)
         return
     # a stored Snapshot's artifacts are in its store
@@ -478,8 +479,8 @@ def parity(write_: bool, check_: bool, as_json: bool) -> None:
     click.echo(parity_mod.render_markdown(data), nl=False)
 
 
-def _verify_store(store: Path, as_json: bool) -> None:
-    from trajconv.store.local import verify_store
+def _verify_store(store: Path | str, as_json: bool) -> None:
+    from trajconv.store import verify_store
 
     report = verify_store(store)
     if as_json:
@@ -555,7 +556,7 @@ def _archive_progress(enabled: bool) -> Any:
 
 
 @archive.command("run")
-@click.argument("store", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(file_okay=False, path_type=Path))
 @click.option("--harness", default=None, help="only this harness")
 @click.option(
     "--home",
@@ -607,16 +608,16 @@ def archive_run(
 
 
 @archive.command("log")
-@click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(exists=True, file_okay=False, path_type=Path))
 @click.argument("session", required=False)
 @click.option("--harness", default=None, help="only this harness")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_log(store: Path, session: str | None, harness: str | None, as_json: bool) -> None:
     """List archived sessions, or one SESSION's Snapshot history (oldest first)."""
     from trajconv.errors import UsageError
-    from trajconv.store.local import Store
+    from trajconv.store import open_store
 
-    with Store.open(store) as st:
+    with open_store(store) as st:
         if session is None:
             sessions = [s for s in st.sessions() if harness is None or s["harness"] == harness]
             if as_json:
@@ -643,12 +644,12 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
 
 
 @archive.command("export")
-@click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(exists=True, file_okay=False, path_type=Path))
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_export(store: Path, file: Path, as_json: bool) -> None:
     """Write STORE as one .tar.gz FILE with a sha256 manifest (the store must verify)."""
-    from trajconv.store.local import export_store
+    from trajconv.store import export_store
 
     moved = export_store(store, file)
     if as_json:
@@ -662,11 +663,11 @@ def archive_export(store: Path, file: Path, as_json: bool) -> None:
 
 @archive.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("store", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_import(file: Path, store: Path, as_json: bool) -> None:
     """Unpack an exported FILE into a new STORE; a damaged file is refused."""
-    from trajconv.store.local import import_store
+    from trajconv.store import import_store
 
     moved = import_store(file, store)
     if as_json:

@@ -213,6 +213,31 @@ def relation_of(
     return "diverged", facts_changed
 
 
+def row_of(
+    snapshot: Snapshot,
+    harness: str,
+    session_id: str,
+    fingerprint: str,
+    latest: IndexRow | None,
+    relation: Relation,
+    facts_changed: bool,
+) -> IndexRow:
+    """The index row that records ``snapshot`` after ``latest``, archived now."""
+    return IndexRow(
+        harness=harness,
+        session_id=session_id,
+        snapshot_id=snapshot.id,
+        fingerprint=fingerprint,
+        archived_at=now_iso(),
+        relation=relation,
+        previous_id=latest.snapshot_id if latest is not None else None,
+        records=len(snapshot.records),
+        last_hash=snapshot.records[-1].hash if snapshot.records else None,
+        facts_changed=facts_changed,
+        locator=snapshot.source.locator,
+    )
+
+
 def checked_of(snapshot: Snapshot) -> Checked:
     """What :func:`relation_of` needs of a Snapshot in memory (no artifact digests)."""
     n = len(snapshot.records)
@@ -459,19 +484,7 @@ class Store:
         if written or snapshot_written:
             _fsync_dir(self.root / ARTIFACTS)
             _fsync_dir(self.root / SNAPSHOTS)
-        row = IndexRow(
-            harness=harness,
-            session_id=session_id,
-            snapshot_id=snapshot.id,
-            fingerprint=fingerprint,
-            archived_at=now_iso(),
-            relation=relation,
-            previous_id=latest.snapshot_id if latest is not None else None,
-            records=len(snapshot.records),
-            last_hash=snapshot.records[-1].hash if snapshot.records else None,
-            facts_changed=facts_changed,
-            locator=snapshot.source.locator,
-        )
+        row = row_of(snapshot, harness, session_id, fingerprint, latest, relation, facts_changed)
         self._insert(row)
         return Added(row, snapshot_written, written, nbytes)
 
