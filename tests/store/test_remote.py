@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 from click.testing import CliRunner
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 from tests.archive import support
 from tests.store.conftest import S3Server
 from trajconv.cli.main import cli
+from trajconv.errors import VerifyError
 from trajconv.harvest import archive
 from trajconv.store import load_input, verify_store
 from trajconv.store.remote import ObjectStore, index_key
@@ -228,6 +230,24 @@ def test_missing_index_object_is_named_and_restored(
     fs.rm_file(f"{root}/{index_key('grok', 'gap', 1)}")  # type: ignore[attr-defined]
     report = verify_store(bucket)
     assert any(index_key("grok", "gap", 1) in p for p in report.problems), report.problems
+
+
+def test_failed_write_abandons_the_upload(bucket: str, tmp_path: Path) -> None:
+    """A writer that raises part-way (an artifact whose bytes do not match its digest)
+    leaves no object, on S3 and in a folder: nothing half-written becomes visible."""
+    from trajconv.store.backend import FsspecBackend, LocalBackend
+
+    def torn(handle: BinaryIO) -> None:
+        handle.write(b"x" * 1000)
+        raise VerifyError("bytes do not match sha256/size")
+
+    for backend in (FsspecBackend(bucket), LocalBackend(tmp_path / "folder")):
+        with pytest.raises(VerifyError):
+            backend.put_if_absent("artifacts/" + "0" * 64, torn)
+        assert backend.stat("artifacts/" + "0" * 64) is None
+        assert backend.put_if_absent("artifacts/" + "0" * 64, lambda h: h.write(b"ok"))
+        assert not backend.put_if_absent("artifacts/" + "0" * 64, lambda h: h.write(b"no"))
+        assert backend.get("artifacts/" + "0" * 64) == b"ok"
 
 
 def test_object_store_on_a_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

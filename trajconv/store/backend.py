@@ -157,8 +157,7 @@ class FsspecBackend:
             try:
                 # s3fs sends If-None-Match: * (on the single PUT or the multipart
                 # completion), so the object appears whole, once
-                with self.fs.open(path, "xb") as handle:
-                    write(handle)
+                self._upload(path, "xb", write)
                 return True
             except FileExistsError:
                 return False
@@ -166,13 +165,26 @@ class FsspecBackend:
                 self.conditional = False  # documented race: check, then write
         if self.fs.exists(path):
             return False
-        with self.fs.open(path, "wb") as handle:
-            write(handle)
+        self._upload(path, "wb", write)
         return True
 
     def replace(self, key: str, write: Writer) -> None:
-        with self.fs.open(self._path(key), "wb") as handle:
+        self._upload(self._path(key), "wb", write)
+
+    def _upload(self, path: str, mode: str, write: Writer) -> None:
+        """Write and commit; a writer that raises abandons the upload (a ``with`` block
+        would commit what was written so far on the way out)."""
+        handle = self.fs.open(path, mode)
+        try:
             write(handle)
+            handle.close()
+        except BaseException:
+            discard = getattr(handle, "discard", None)
+            if discard is not None:
+                with contextlib.suppress(Exception):
+                    discard()
+            handle.closed = True
+            raise
 
     def get(self, key: str) -> bytes | None:
         try:
