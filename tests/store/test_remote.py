@@ -55,11 +55,19 @@ def test_archive_log_convert_export_import_on_s3_and_no_uploads_when_unchanged(
 ) -> None:
     home = _home(tmp_path)
     runner = CliRunner()
+    start = len(s3.requests)
     first = runner.invoke(cli, ["archive", bucket, "--home", str(home), "--json"])
     assert first.exit_code == 0, first.output
     summary = json.loads(first.output)
     assert summary["counts"]["first"] == summary["sessions"] >= 2
     assert summary["snapshots_written"] == summary["sessions"]
+    # one upload per object: the marker, each artifact, each document, each index object
+    objects = 1 + summary["artifacts_written"] + 2 * summary["sessions"]
+    print(
+        f"first archive of {summary['sessions']} sessions: {s3.count(start)} requests, "
+        f"{s3.count(start, UPLOADS)} uploads for {objects} objects"
+    )
+    assert s3.count(start, UPLOADS) == objects
 
     before = len(s3.requests)
     again = runner.invoke(cli, ["archive", bucket, "--home", str(home), "--json"])
