@@ -258,6 +258,15 @@ def test_failed_write_abandons_the_upload(bucket: str, tmp_path: Path) -> None:
         assert backend.get("artifacts/" + "0" * 64) == b"ok"
 
 
+def test_missing_bucket_is_a_clear_error(s3: S3Server, tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    url = "s3://no-such-bucket-trajconv/team"
+    result = CliRunner().invoke(cli, ["archive", url, "--home", str(home)])
+    assert result.exit_code == 1, result.output
+    assert f"{url}/trajconv-store.json: cannot reach the store" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_object_store_on_a_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same store through the local-folder backend (``file://``)."""
     monkeypatch.setenv("TRAJCONV_CACHE", str(tmp_path / "cache"))

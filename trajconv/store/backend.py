@@ -24,10 +24,11 @@ import contextlib
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from trajconv.errors import UsageError
+from trajconv.errors import FormatError, TrajconvError, UsageError
 
 Writer = Callable[[BinaryIO], object]
 
@@ -151,7 +152,24 @@ class FsspecBackend:
     def _path(self, key: str) -> str:
         return f"{self.root}/{_key(key)}"
 
+    @contextmanager
+    def _reaching(self, key: str, *expected: type[BaseException]) -> Iterator[None]:
+        """A backend failure (no such bucket, no credentials, refused, unreachable) as
+        an error naming the URL and key; ``expected`` ones pass as they are."""
+        try:
+            yield
+        except Exception as exc:
+            if isinstance(exc, (TrajconvError, *expected)):
+                raise
+            raise FormatError(
+                f"{self.url}/{key}", f"cannot reach the store: {type(exc).__name__}: {exc}"
+            ) from None
+
     def put_if_absent(self, key: str, write: Writer) -> bool:
+        with self._reaching(key, FileExistsError, NotImplementedError, ValueError):
+            return self._put_if_absent(key, write)
+
+    def _put_if_absent(self, key: str, write: Writer) -> bool:
         path = self._path(key)
         if self.conditional:
             try:
@@ -169,7 +187,8 @@ class FsspecBackend:
         return True
 
     def replace(self, key: str, write: Writer) -> None:
-        self._upload(self._path(key), "wb", write)
+        with self._reaching(key):
+            self._upload(self._path(key), "wb", write)
 
     def _upload(self, path: str, mode: str, write: Writer) -> None:
         """Write and commit; a writer that raises abandons the upload (a ``with`` block
@@ -188,7 +207,8 @@ class FsspecBackend:
 
     def get(self, key: str) -> bytes | None:
         try:
-            data = self.fs.cat_file(self._path(key))
+            with self._reaching(key, FileNotFoundError):
+                data = self.fs.cat_file(self._path(key))
         except FileNotFoundError:
             return None
         return bytes(data)
@@ -196,7 +216,8 @@ class FsspecBackend:
     def list(self, prefix: str) -> Iterator[str]:
         base = self._path(prefix) if prefix else self.root
         try:
-            found = self.fs.find(base)
+            with self._reaching(prefix or ".", FileNotFoundError):
+                found = self.fs.find(base)
         except FileNotFoundError:
             return
         cut = len(self.root) + 1
@@ -205,7 +226,8 @@ class FsspecBackend:
 
     def stat(self, key: str) -> int | None:
         try:
-            info = self.fs.info(self._path(key))
+            with self._reaching(key, FileNotFoundError):
+                info = self.fs.info(self._path(key))
         except FileNotFoundError:
             return None
         return int(info["size"]) if info.get("type") != "directory" else None
