@@ -32,6 +32,7 @@ class S3Server:
     """An upload whose path contains this is read in part, then held until released."""
     arrived: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
+    conditional: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, since: int = 0, methods: tuple[str, ...] = ()) -> int:
         return sum(1 for m, _p in self.requests[since:] if not methods or m in methods)
@@ -56,6 +57,11 @@ def _middleware(app: Callable[..., Any], server: S3Server) -> Callable[..., Any]
             server.release.wait(60)  # ...and its client dies meanwhile
             start_response("500 Internal Server Error", [("Content-Length", "0")])
             return [b""]
+        if "HTTP_IF_NONE_MATCH" in environ:
+            # S3 decides a conditional create atomically; moto checks, then stores,
+            # without a lock, so its threads could both win: serialized here
+            with server.conditional:
+                return list(app(environ, start_response))
         return app(environ, start_response)
 
     return wrapped

@@ -207,6 +207,27 @@ def test_damaged_object_is_named_and_rewritten(s3: S3Server, bucket: str, tmp_pa
     archive(bucket, home=copy / home.name)
     assert verify_store(bucket).ok
 
+    # a byte changed in a stored document (same size): named by verify, refused by load
+    with ObjectStore.open(bucket) as st:
+        row = st.rows()[0]
+    doc = f"{root}/snapshots/{row.snapshot_id[7:]}.json"
+    data = fs.cat_file(doc)  # type: ignore[attr-defined]
+    at = data.index(b'"text": "') + len(b'"text": "')
+    flipped = b"Q" if data[at : at + 1] != b"Q" else b"R"
+    fs.pipe_file(doc, data[:at] + flipped + data[at + 1 :])  # type: ignore[attr-defined]
+    report = verify_store(bucket)
+    assert any(f"snapshots/{row.snapshot_id[7:]}.json" in p for p in report.problems)
+    os.environ["TRAJCONV_CACHE"] = str(tmp_path / "another-member")  # (undone by s3's setenv)
+    with pytest.raises(VerifyError):  # a member whose cache does not hold it already
+        load_input(bucket, row.session_id)
+    assert not list((tmp_path / "another-member").rglob(f"{row.snapshot_id[7:]}.json"))
+
+    # a damaged index object is named by its key and left out of the index
+    key = index_key(row.harness, row.session_id, 1)
+    fs.pipe_file(f"{root}/{key}", b"{not json")  # type: ignore[attr-defined]
+    report = verify_store(bucket)
+    assert any(key in p and "damaged index object" in p for p in report.problems)
+
 
 def test_missing_index_object_is_named_and_restored(
     s3: S3Server, bucket: str, tmp_path: Path

@@ -201,7 +201,9 @@ class ObjectStore:
         if marker is None:
             if not create:
                 raise FormatError(backend.url, f"not a trajconv store (no {MARKER})")
-            if next(iter(backend.list("")), None) is not None:
+            # another member may be creating this store right now: its marker comes
+            # first, so objects without a marker after a second look are not a store
+            if next(iter(backend.list("")), None) is not None and backend.get(MARKER) is None:
                 raise RefusedError(
                     f"{backend.url} holds objects but no {MARKER}; "
                     "refusing to write a store into it"
