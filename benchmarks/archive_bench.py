@@ -26,8 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trajconv.archive import archive  # noqa: E402
-from trajconv.snapshot.archive import verify_store  # noqa: E402
+from trajconv.harvest import archive  # noqa: E402
+from trajconv.store.local import verify_store  # noqa: E402
 from trajconv.version import __version__  # noqa: E402
 
 TEMPLATES = [

@@ -25,14 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.archive_bench import generate, machine  # noqa: E402
-from trajconv.archive import archive  # noqa: E402
+from trajconv.harvest import archive  # noqa: E402
 
 MAX_GROWTH = 1.5
 EXPORT = """
 import resource, sys, time
 from pathlib import Path
 from trajconv.parquet import export_parquet
-from trajconv.snapshot.archive import Store
+from trajconv.store.local import Store
 t0 = time.perf_counter()
 with Store.open(Path(sys.argv[1])) as st:
     done = export_parquet(st, Path(sys.argv[2]))

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trajconv.errors import RefusedError, UsageError
 from trajconv.snapshot.spool import record_dicts
@@ -41,7 +41,17 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from trajconv.snapshot.archive import IndexRow, Store
+    from trajconv.snapshot.models import Snapshot
+    from trajconv.store.local import IndexRow
+
+
+class Readable(Protocol):
+    """What the export reads of a store, local (SQLite index) or on object storage."""
+
+    def rows(self) -> list[IndexRow]: ...
+
+    def load(self, snapshot_id: str) -> Snapshot: ...
+
 
 ROW_GROUP = 20_000
 """Rows a partition buffers before it writes a row group."""
@@ -206,7 +216,7 @@ def _latest(rows: list[IndexRow]) -> Iterator[tuple[IndexRow, int]]:
 
 
 def export_parquet(
-    store: Store, out: Path, progress: Callable[[int, int], None] | None = None
+    store: Readable, out: Path, progress: Callable[[int, int], None] | None = None
 ) -> Exported:
     """Write ``store`` as the ``sessions`` and ``records`` Parquet tables under ``out``."""
     pa, pq = _arrow()

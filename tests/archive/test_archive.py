@@ -24,12 +24,12 @@ from click.testing import CliRunner
 import trajconv
 from tests.archive import support
 from tests.helpers import REPO, fingerprint
-from trajconv.archive import Outcome, Summary, archive
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
 from trajconv.errors import FormatError, RefusedError, VerifyError
+from trajconv.harvest import Outcome, Summary, archive
 from trajconv.snapshot import io
-from trajconv.snapshot.archive import (
+from trajconv.store.local import (
     ARTIFACTS,
     SNAPSHOTS,
     Store,
@@ -286,8 +286,8 @@ def test_killed_process_mid_transaction_leaves_a_store_that_verifies(
         f"""
         import os
         from pathlib import Path
-        from trajconv.archive import Outcome, Summary, archive
-        from trajconv.snapshot.archive import Store
+        from trajconv.harvest import Outcome, Summary, archive
+        from trajconv.store.local import Store
 
         calls = 0
         real_execute = None
@@ -642,7 +642,7 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     (verify once held every document of the store at once), and verify reads each
     once; an index row that gives the wrong count is named, and the relation of the
     next row is still checked."""
-    from trajconv.snapshot import archive as store_module
+    from trajconv.store import local as store_module
 
     full = support.growing_snapshot()
     prefix = support.rebuilt(full, support.first_turn_end(full))

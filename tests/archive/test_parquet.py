@@ -16,8 +16,8 @@ from trajconv import parity, parquet
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
 from trajconv.errors import RefusedError, UsageError
-from trajconv.snapshot.archive import Store
 from trajconv.snapshot.models import Snapshot
+from trajconv.store.local import Store
 
 HARNESSES = ("grok", "copilot", "deepagents")
 

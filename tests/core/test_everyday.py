@@ -537,7 +537,7 @@ def test_shell_completion_completes_harness_names() -> None:
 
 
 def test_archive_progress_counts_bytes_as_well_as_sessions(tmp_path: Path) -> None:
-    from trajconv.archive import archive
+    from trajconv.harvest import archive
 
     ticks = []
     home = FIXTURES / "grok" / "subagent"

@@ -82,7 +82,7 @@ def export_file(
     import io
     import tarfile
 
-    from trajconv.snapshot.archive import EXPORT_FORMAT, STORE_FORMAT, Store
+    from trajconv.store.local import EXPORT_FORMAT, STORE_FORMAT, Store
 
     with Store.open(tmp / "empty-store", create=True):
         pass

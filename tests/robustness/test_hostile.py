@@ -104,7 +104,7 @@ def test_invalid_records_rejected_fast(tmp_path: Path) -> None:
     "well under a second (was 394 s)"
 )
 def test_import_of_invalid_records_is_fast(tmp_path: Path) -> None:
-    from trajconv.snapshot.archive import import_store
+    from trajconv.store.local import import_store
 
     doc = empty_records_document()
     name = f"snapshots/{'0' * 64}.json"
@@ -125,7 +125,7 @@ def test_import_of_invalid_records_is_fast(tmp_path: Path) -> None:
 def test_import_manifest_read_is_capped(tmp_path: Path) -> None:
     import tracemalloc
 
-    from trajconv.snapshot.archive import import_store
+    from trajconv.store.local import import_store
 
     manifest = b" " * (64 << 20) + b"{}"
     export = export_file(tmp_path / "x.tar.gz", {}, manifest=manifest, tmp=tmp_path)
@@ -243,9 +243,9 @@ def test_full_store_fails_the_session_cleanly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.archive.support import grok_home
-    from trajconv.archive import archive
+    from trajconv.harvest import archive
     from trajconv.snapshot import io
-    from trajconv.snapshot.archive import Store
+    from trajconv.store.local import Store
 
     home = grok_home(tmp_path / "home", ["multi-turn"])
     store = tmp_path / "store"
@@ -275,8 +275,8 @@ def test_full_store_fails_the_session_cleanly(
 )
 def test_killed_run_tmp_file_is_cleaned(tmp_path: Path) -> None:
     from tests.archive.support import grok_home
-    from trajconv.archive import archive
-    from trajconv.snapshot.archive import verify_store
+    from trajconv.harvest import archive
+    from trajconv.store.local import verify_store
 
     home = grok_home(tmp_path / "home", ["multi-turn"])
     store = tmp_path / "store"
@@ -296,7 +296,7 @@ def test_killed_run_tmp_file_is_cleaned(tmp_path: Path) -> None:
     "TypeError traceback)"
 )
 def test_manifest_is_validated(tmp_path: Path, size: Any) -> None:
-    from trajconv.snapshot.archive import EXPORT_FORMAT, STORE_FORMAT, import_store
+    from trajconv.store.local import EXPORT_FORMAT, STORE_FORMAT, import_store
 
     manifest = {
         "format": EXPORT_FORMAT,
@@ -352,7 +352,7 @@ def test_prepare_does_not_follow_a_swapped_folder(tmp_path: Path) -> None:
 )
 def test_symlinked_journal_change_is_seen(tmp_path: Path) -> None:
     from tests.archive.support import grok_home, grok_journal
-    from trajconv.archive import archive
+    from trajconv.harvest import archive
 
     home = grok_home(tmp_path / "home", ["multi-turn"])
     journal = grok_journal(home, "019c0000")
@@ -396,7 +396,7 @@ PLANTED = "sk-hostile-planted-0123456789"
 )
 def test_jsonl_credentials_are_dropped(tmp_path: Path) -> None:
     import trajconv
-    from trajconv.archive import archive
+    from trajconv.harvest import archive
     from trajconv.snapshot import io
 
     copilot_src = next((FIXTURES / "copilot" / "multi-turn").rglob("events.jsonl")).parent
@@ -473,8 +473,8 @@ def test_unexpected_index_schema_is_refused(tmp_path: Path) -> None:
     import tarfile
 
     from tests.archive.support import grok_home
-    from trajconv.archive import archive
-    from trajconv.snapshot.archive import export_store, import_store, verify_store
+    from trajconv.harvest import archive
+    from trajconv.store.local import export_store, import_store, verify_store
 
     home = grok_home(tmp_path / "home", ["multi-turn"])
     store = tmp_path / "store"

@@ -172,7 +172,7 @@ def test_show_cli_writes_each_format_and_refuses_to_replace(tmp_path: Path) -> N
 
 
 def test_sub_agent_nested_from_a_store(tmp_path: Path) -> None:
-    from trajconv.archive import archive
+    from trajconv.harvest import archive
 
     store = tmp_path / "store"
     summary = archive(store, harness="grok", home=FIXTURES / "grok" / "subagent")

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -329,7 +330,7 @@ def read(
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
     """Write a Snapshot as an export for another harness (native files + prepare.py)."""
     import trajconv
-    from trajconv.snapshot.archive import load_input
+    from trajconv.store.local import load_input
 
     snap = load_input(snapshot)  # a Snapshot in a store gets its artifacts from the store
     lossy = kw.pop("allow_lossy")
@@ -344,9 +345,9 @@ def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
     is left out (or given as ``snapshot``) and the file or store is loaded as is.
     """
     from trajconv.errors import UsageError
-    from trajconv.snapshot.archive import is_store, load_input
+    from trajconv.store import is_store, is_url, load_input
 
-    if source is None:
+    if source is None and not is_url(path):
         looks_stored = is_store(path) if path.is_dir() else _sniff_snapshot(path)
         if not looks_stored:
             raise UsageError(
@@ -398,7 +399,7 @@ def _convert_source(
 
 
 def _is_store(path: Path) -> bool:
-    from trajconv.snapshot.archive import is_store
+    from trajconv.store.local import is_store
 
     return is_store(path)
 
@@ -523,7 +524,7 @@ def convert(
 
 
 @cli.command()
-@click.argument("file", type=click.Path(exists=True, path_type=Path))
+@click.argument("file", type=StorePath(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def verify(file: Path, as_json: bool) -> None:
     """Recompute a Snapshot's hashes; name the first broken record or artifact.
@@ -532,10 +533,10 @@ def verify(file: Path, as_json: bool) -> None:
     and the index are checked.
     """
     from trajconv.snapshot import io
-    from trajconv.snapshot.archive import artifact_check, artifact_resolver
     from trajconv.snapshot.fileload import verify_streamed
+    from trajconv.store import artifact_check, artifact_resolver, is_url
 
-    if file.is_dir():
+    if is_url(file) or file.is_dir():
         _verify_store(file, as_json)
         return
     # a stored Snapshot's artifacts are in its store
@@ -823,8 +824,8 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     click.echo(parity_mod.render_markdown(data), nl=False)
 
 
-def _verify_store(store: Path, as_json: bool) -> None:
-    from trajconv.snapshot.archive import verify_store
+def _verify_store(store: Path | str, as_json: bool) -> None:
+    from trajconv.store import verify_store
 
     report = verify_store(store)
     if as_json:
@@ -954,7 +955,7 @@ def _reading_progress(path: Path | None, console: Any = None) -> Any:
 
 
 @archive.command("run")
-@click.argument("store", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(file_okay=False, path_type=Path))
 @_harness_option("only this harness")
 @click.option(
     "--home",
@@ -975,7 +976,7 @@ def archive_run(
     when the previous one's record chain is a prefix of it, else `diverged`; older
     Snapshots are kept. Native homes are only read.
     """
-    from trajconv.archive import archive as run_archive
+    from trajconv.harvest import archive as run_archive
 
     with _archive_progress(sys.stderr.isatty()) as tick:
         summary = run_archive(
@@ -1006,16 +1007,16 @@ def archive_run(
 
 
 @archive.command("log")
-@click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(exists=True, file_okay=False, path_type=Path))
 @click.argument("session", required=False)
 @click.option("--harness", default=None, help="only this harness")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_log(store: Path, session: str | None, harness: str | None, as_json: bool) -> None:
     """List archived sessions, or one SESSION's Snapshot history (oldest first)."""
     from trajconv.errors import UsageError
-    from trajconv.snapshot.archive import Store
+    from trajconv.store import open_store
 
-    with Store.open(store) as st:
+    with open_store(store) as st:
         if session is None:
             sessions = [s for s in st.sessions() if harness is None or s["harness"] == harness]
             if as_json:
@@ -1042,7 +1043,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
 
 
 @archive.command("export")
-@click.argument("store", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(exists=True, file_okay=False, path_type=Path))
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--format",
@@ -1061,12 +1062,12 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
     The Parquet dataset holds each session's latest Snapshot: sessions/ and records/,
     partitioned by harness and month (harness=H/month=YYYY-MM/part-0.parquet).
     """
-    from trajconv.snapshot.archive import Store, export_store
+    from trajconv.store import export_store, open_store
 
     if fmt == "parquet":
         from trajconv.parquet import export_parquet
 
-        with Store.open(store) as st:
+        with open_store(store) as st:
             done = export_parquet(st, file)
         if as_json:
             _emit_json(done.to_json())
@@ -1090,11 +1091,11 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
 
 @archive.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("store", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("store", type=StorePath(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def archive_import(file: Path, store: Path, as_json: bool) -> None:
     """Unpack an exported FILE into a new STORE; a damaged file is refused."""
-    from trajconv.snapshot.archive import import_store
+    from trajconv.store import import_store
 
     moved = import_store(file, store)
     if as_json:

@@ -68,7 +68,7 @@ def interactive() -> bool:
 def _family(path: Path, source: str | None, session: str | None, limits: Limits) -> model.Family:
     if source is None or source.strip().lower() == "snapshot":
         from trajconv.cli.main import _snapshot_input
-        from trajconv.snapshot.archive import is_store
+        from trajconv.store.local import is_store
 
         snap = _snapshot_input(path, session, source)
         if path.is_dir() and is_store(path):

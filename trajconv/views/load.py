@@ -90,7 +90,7 @@ def native_family(harness: str, path: Path, snap: Snapshot, limits: Limits) -> m
 
 def store_family(store: Path, snap: Snapshot) -> model.Family:
     """Sub-agents of a session read from an archive store (their latest Snapshots)."""
-    from trajconv.snapshot.archive import Store, load_input
+    from trajconv.store.local import Store, load_input
 
     with Store.open(store) as st:
         ids = [row["session_id"] for row in st.sessions()]
@@ -111,7 +111,7 @@ class DiffSide:
 def diff_side(path: Path) -> DiffSide:
     """A Snapshot file, a stored Snapshot, or an export folder (re-read with the target's
     reader at the path its manifest names; its writer diagnostics from the manifest)."""
-    from trajconv.snapshot.archive import load_input
+    from trajconv.store.local import load_input
 
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():

@@ -5,7 +5,7 @@ For every registered codec (or one, ``harness``) and its default home (or ``home
 (size, mtime_ns and inode of every file of the session, nothing opened), and a
 session whose fingerprint equals the one the store recorded last is skipped without
 being read. Every other session is read through the Codec protocol and handed to
-:class:`trajconv.snapshot.archive.Store`, which records it as ``first``, ``extends``,
+:class:`trajconv.store.local.Store`, which records it as ``first``, ``extends``,
 ``diverged`` or ``unchanged``. Only the store is written; native homes are only read.
 
 This module names no harness: it works through ``discover`` and ``read`` of whatever
@@ -29,8 +29,8 @@ from typing import Any
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
 from trajconv.errors import NoSpaceError, RefusedError, TrajconvError
-from trajconv.snapshot.archive import Store
 from trajconv.snapshot.models import Snapshot
+from trajconv.store import is_url, open_store
 
 FINGERPRINT_VERSION = "stat1"
 # SQLite keeps committed pages in ``-wal`` until a checkpoint; ``-shm`` is an index a
@@ -277,7 +277,7 @@ def _ignore_interrupt() -> None:
 
 
 def archive(
-    store_path: Path,
+    store_path: Path | str,
     *,
     harness: str | None = None,
     home: Path | None = None,
@@ -287,14 +287,17 @@ def archive(
 ) -> Summary:
     """Archive every discovered session whose fingerprint changed into ``store_path``."""
     started = time.monotonic()
-    store_path = Path(store_path)
+    local_path = None if is_url(store_path) else Path(store_path)
     limits = limits or Limits.from_env()
     summary = Summary(store=str(store_path))
     codecs = _codecs(harness)
     tick = progress or (lambda _p: None)
     refs = _discover(codecs, home, summary)
-    _refuse_store_in_home(refs, summary.coverage, store_path)
-    with Store.open(store_path, create=True, write=True) as store:
+    if local_path is not None:
+        _refuse_store_in_home(refs, summary.coverage, local_path)
+    elif str(store_path).startswith("file://"):
+        _refuse_store_in_home(refs, summary.coverage, Path(str(store_path)[7:]))
+    with open_store(store_path, create=True, write=True) as store:
         total = len(refs)
         tick(Progress("discover", 0, total, summary.counts))
         known = store.fingerprints()

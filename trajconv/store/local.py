@@ -17,7 +17,7 @@ only ever points at complete Snapshots. A Snapshot file without an index row
 session is archived again. Nothing here deletes a Snapshot, an artifact or a row.
 
 The store knows no codec: it imports only ``trajconv.snapshot`` and
-``trajconv.errors``. Discovering and reading sessions is ``trajconv.archive``.
+``trajconv.errors``. Discovering and reading sessions is ``trajconv.harvest``.
 """
 
 from __future__ import annotations
@@ -211,6 +211,31 @@ def relation_of(
     if hash_at(n - 1) == previous.last_hash:
         return "extends", facts_changed
     return "diverged", facts_changed
+
+
+def row_of(
+    snapshot: Snapshot,
+    harness: str,
+    session_id: str,
+    fingerprint: str,
+    latest: IndexRow | None,
+    relation: Relation,
+    facts_changed: bool,
+) -> IndexRow:
+    """The index row that records ``snapshot`` after ``latest``, archived now."""
+    return IndexRow(
+        harness=harness,
+        session_id=session_id,
+        snapshot_id=snapshot.id,
+        fingerprint=fingerprint,
+        archived_at=now_iso(),
+        relation=relation,
+        previous_id=latest.snapshot_id if latest is not None else None,
+        records=len(snapshot.records),
+        last_hash=snapshot.records[-1].hash if snapshot.records else None,
+        facts_changed=facts_changed,
+        locator=snapshot.source.locator,
+    )
 
 
 def checked_of(snapshot: Snapshot) -> Checked:
@@ -459,19 +484,7 @@ class Store:
         if written or snapshot_written:
             _fsync_dir(self.root / ARTIFACTS)
             _fsync_dir(self.root / SNAPSHOTS)
-        row = IndexRow(
-            harness=harness,
-            session_id=session_id,
-            snapshot_id=snapshot.id,
-            fingerprint=fingerprint,
-            archived_at=now_iso(),
-            relation=relation,
-            previous_id=latest.snapshot_id if latest is not None else None,
-            records=len(snapshot.records),
-            last_hash=snapshot.records[-1].hash if snapshot.records else None,
-            facts_changed=facts_changed,
-            locator=snapshot.source.locator,
-        )
+        row = row_of(snapshot, harness, session_id, fingerprint, latest, relation, facts_changed)
         self._insert(row)
         return Added(row, snapshot_written, written, nbytes)
 
