@@ -338,7 +338,7 @@ def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> N
     _report_export(export, as_json, allow_lossy=lossy)
 
 
-def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
+def _snapshot_input(path: str | Path, session: str | None, source: str | None) -> Any:
     """PATH as a Snapshot file or an archive store, for ``convert`` without ``--from``.
 
     A Snapshot is the central format, not a harness, so it is not a codec: ``--from``
@@ -348,6 +348,7 @@ def _snapshot_input(path: Path, session: str | None, source: str | None) -> Any:
     from trajconv.store import is_store, is_url, load_input
 
     if source is None and not is_url(path):
+        path = Path(path)
         looks_stored = is_store(path) if path.is_dir() else _sniff_snapshot(path)
         if not looks_stored:
             raise UsageError(
@@ -378,9 +379,12 @@ def _convert_source(
     its files), a Snapshot file or store, or a session found by id, prefix or recency."""
     import trajconv
     from trajconv import find
+    from trajconv.store import is_url
 
     if source is not None and source.strip().lower() == "snapshot":
         return _snapshot_input(Path(path or "."), session, source)
+    if path is not None and is_url(path):  # a store on object storage (s3://bucket/prefix)
+        return _snapshot_input(path, session, None)
     given = Path(path) if path is not None else None
     if given is not None and given.exists():
         if source is None:
