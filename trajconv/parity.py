@@ -264,8 +264,8 @@ def continued_pairs(
 
     from trajconv.loaders import continuation as cont
 
-    usable = [n for n in cont.continuable(names) if cont.find_cli(n) is not None]
-    pairs = [(s, t) for s in cont.sources(usable) for t in usable]
+    usable = [n for n in cont.sources(names) if cont.find_cli(n) is not None]
+    pairs = [(s, t) for s in usable for t in usable]
 
     def run(pair: tuple[str, str]) -> dict[str, Any]:
         if progress:

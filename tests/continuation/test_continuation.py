@@ -22,7 +22,7 @@ from trajconv.loaders import continuation as cont
 
 #: every harness whose loader module has the contract (a new codec's joins by itself)
 HARNESSES = cont.continuable(sorted({*LOADERS, *registry.names()}))
-PAIRS = list(itertools.product(cont.sources(HARNESSES), HARNESSES))
+PAIRS = list(itertools.product(cont.sources(HARNESSES), repeat=2))
 
 
 @pytest.fixture(scope="session")

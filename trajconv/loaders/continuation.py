@@ -349,7 +349,11 @@ def case_of(harness: str) -> tuple[str, str | None]:
 
 
 def sources(names: Sequence[str]) -> list[str]:
-    """Those of ``names`` that can be a continuation source: contract, fixture, baseline."""
+    """Those of ``names`` that can be a continuation source: contract, fixture, baseline.
+
+    The pair check runs among these only: a harness joins, as source and as target, once
+    its continuation fixture has a recorded baseline. Until then its own loader tests
+    continue what trajconv writes and compare the request with the written session."""
     out = []
     for name in continuable(names):
         try:

@@ -183,8 +183,15 @@ def _diagnostics(snap: Snapshot) -> RenderableType:
     if not snap.diagnostics:
         return Text("diagnostics: none (every native unit is in a record)", style="green")
     table = Table(title="diagnostics", title_justify="left", expand=False)
+    widest = max(len(d.code) for d in snap.diagnostics)
     for col in ("severity", "code", "count", "meaning", "samples"):
-        table.add_column(col, justify="right" if col == "count" else "left", overflow="fold")
+        table.add_column(
+            col,
+            justify="right" if col == "count" else "left",
+            overflow="fold",
+            min_width=widest if col == "code" else None,  # a code is never cut in two
+            no_wrap=col == "code",
+        )
     for d in snap.diagnostics:
         style = {"error": "red", "warning": "yellow"}.get(d.severity, "")
         table.add_row(
