@@ -195,6 +195,10 @@ class _Emitter:
             return
         head = group.first
         self.turn(head.turn, head.time)
+        # one message, one time (the first record's): its calls are read back with it too
+        for part in (group.reasoning, group.text, *group.calls):
+            if part is not None and part.time != head.time:
+                self.diags.add("untranslated-time", part.id)
         data: dict[str, Any] = {
             "messageId": self.derived_id("message"),
             "content": group.text.text if group.text is not None else "",
