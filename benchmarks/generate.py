@@ -1,6 +1,6 @@
 """Generate large native sessions for the benchmarks, deterministically (seeded).
 
-Every harness's session is written from its format spec in ``shared/formats/``
+Every harness's session is written from its format spec in ``trajconv/codecs/*/README.md``
 (the section numbers below point there), at about 10 MB and 100 MB, or 1 GB
 with ``--big``. The same seed and size always give the same bytes. Each
 dataset folder holds a ``dataset.json`` that says what trajconv reads (path,

@@ -1,6 +1,6 @@
 """Claude Code's real CLI as a native loader: install it pinned, resume a session offline.
 
-Facts used (``shared/formats/claude-code.md`` "Offline loader check", observed with 2.1.332,
+Facts used (``codecs/claude/README.md`` "Offline loader check", observed with 2.1.332,
 re-checked here against the installed package):
 
 * ``@anthropic-ai/claude-code`` is a thin package whose ``bin/claude.exe`` comes from the

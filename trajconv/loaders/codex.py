@@ -2,7 +2,7 @@
 written session offline against the project's loopback model server, and read back what the
 model was sent.
 
-Facts used (``shared/formats/codex.md``, "Offline loader check", observed with 0.171.0 and
+Facts used (``codecs/codex/README.md``, "Offline loader check", observed with 0.171.0 and
 re-checked here):
 
 * the npm package is a small node launcher; the Rust binary comes with the platform package

@@ -9,7 +9,7 @@ read a **copy** of a store back with ``Agent.messages.list`` (runtime
 ``local``). No API key is set and nothing points at a network address; when
 ``unshare`` allows it the driver also runs without a network namespace.
 
-Facts used (``shared/formats/cursor-agentkv.md``, "Offline reader check via
+Facts used (``codecs/cursor/README.md``, "Offline reader check via
 @cursor/sdk", and observed with @cursor/sdk 1.0.32 / node 22.23.3):
 
 * the SDK finds a store at ``<stateRoot>/agents/agent-<sha256hex(agentId)>/store.db``

@@ -14,8 +14,8 @@ offline and with zero inference:
    more prompt is sent (the fake model answers a fixed text) and the listing
    must then count every earlier message plus the new turn.
 
-Format and CLI facts: ``shared/formats/deepagents.md`` §2, §6, §8, §10 and
-``shared/formats/native-loaders.md`` §1 (env vars, ``class_path`` config, ACP
+Format and CLI facts: ``codecs/deepagents/README.md`` §2, §6, §8, §10 and
+``trajconv/loaders/`` §1 (env vars, ``class_path`` config, ACP
 over stdio). The graph runs in a LangGraph server subprocess that does not see
 ``PYTHONPATH``, so the fake model module is copied into the venv's
 site-packages as ``trajconv_deepagents_fake``.

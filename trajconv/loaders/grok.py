@@ -1,6 +1,6 @@
 """Grok Build's real CLI as a native loader: install it pinned, list and replay a session.
 
-Facts used here are from ``shared/formats/grok-native-loader.md`` (observed on grok 1.0.41):
+Facts used here are from ``trajconv/loaders/grok.py`` (observed on grok 1.0.41):
 
 * the npm postinstall writes into ``$GROK_HOME`` (default ``~/.grok``), so the install runs with
   a scratch ``HOME`` and ``GROK_HOME``;

@@ -1,6 +1,6 @@
 """OpenCode's real CLI (npm ``opencode-ai``) as a native loader: import, export, continue.
 
-Facts used (``shared/formats/opencode.md`` §1, §8, §11, checked with 1.18.33 here):
+Facts used (``codecs/opencode/README.md`` §1, §8, §11, checked with 1.18.33 here):
 
 * the npm package's postinstall puts the platform binary (``opencode-linux-x64`` …) in
   place of ``bin/opencode.exe``; ``node_modules/.bin/opencode`` runs it;

@@ -1,6 +1,6 @@
 """Claude Code (Anthropic ``claude`` CLI) codec: ``~/.claude/projects/<key>/<id>.jsonl``.
 
-Format facts and sources: ``shared/formats/claude-code.md``; the codec's own
+Format facts and sources: ``codecs/claude/README.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 """
 

@@ -1,6 +1,6 @@
 """Claude Code reader: ``projects/<key>/<id>.jsonl`` (or a sub-agent transcript) -> Snapshot.
 
-Format facts: ``shared/formats/claude-code.md`` (observed with 2.1.332). Rules implemented:
+Format facts: ``codecs/claude/README.md`` (observed with 2.1.332). Rules implemented:
 
 * the conversation is the ``parentUuid`` chain from the leaf the CLI resumes: the last
   ``last-prompt.leafUuid`` that names a chain line, else the newest leaf (latest timestamp,

@@ -1,6 +1,6 @@
 """OpenAI Codex CLI codec: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
 
-Format facts and sources: ``shared/formats/codex.md``, checked against the real CLI
+Format facts and sources: ``codecs/codex/README.md``, checked against the real CLI
 (``@openai/codex`` 0.171.0); the codec's README.md beside this file states its input
 contract and what it cannot carry.
 """

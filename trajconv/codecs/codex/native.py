@@ -1,4 +1,4 @@
-"""The Codex CLI's rollout vocabulary (``shared/formats/codex.md`` §2-§4, observed with 0.171.0).
+"""The Codex CLI's rollout vocabulary (``codecs/codex/README.md`` §2-§4, observed with 0.171.0).
 
 One JSON object per line: ``{timestamp, [ordinal], type, payload, [metadata]}``. The model's
 history is the ``response_item`` family; ``event_msg`` lines feed the UI and repeat the

@@ -1,6 +1,6 @@
 """Codex CLI reader: one rollout ``*.jsonl`` (+ the thread index, when present) -> Snapshot.
 
-Format facts: ``shared/formats/codex.md`` (observed with 0.171.0 in both shapes, legacy and
+Format facts: ``codecs/codex/README.md`` (observed with 0.171.0 in both shapes, legacy and
 paginated). Rules implemented here:
 
 * **which family is the conversation**: the ``response_item`` lines are what the CLI replays

@@ -1,6 +1,6 @@
 """GitHub Copilot CLI codec: ``$COPILOT_HOME/session-state/<id>/events.jsonl`` + ``workspace.yaml``.
 
-Format facts and sources: ``shared/formats/copilot-cli.md``; the codec's own
+Format facts and sources: ``codecs/copilot/README.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 """
 

@@ -1,6 +1,6 @@
 """Where GitHub Copilot CLI keeps sessions (``$COPILOT_HOME`` or ``~/.copilot``).
 
-Facts from ``shared/formats/copilot-cli.md`` §1, §2 and §8:
+Facts from ``codecs/copilot/README.md`` §1, §2 and §8:
 
 * current layout: ``<home>/session-state/<sessionId>/events.jsonl`` + ``workspace.yaml``
   (files 0600, folder 0700), sidecars ``plan.md`` and ``checkpoints/*.md``;

@@ -1,4 +1,4 @@
-"""Typed models of GitHub Copilot CLI's own records (``shared/formats/copilot-cli.md``).
+"""Typed models of GitHub Copilot CLI's own records (``codecs/copilot/README.md``).
 
 The reader parses each ``events.jsonl`` line into an :class:`Event` and the
 ``workspace.yaml`` mapping into a :class:`Workspace`, then lifts them to

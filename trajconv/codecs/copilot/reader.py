@@ -1,4 +1,4 @@
-"""Copilot CLI session → Snapshot (``shared/formats/copilot-cli.md`` §3 to §6).
+"""Copilot CLI session → Snapshot (``codecs/copilot/README.md`` §3 to §6).
 
 Every line of ``events.jsonl`` is one native unit. It ends as part of a record
 (``evidence.units`` = 1 on the first record it yields, 0 on the others) or in a

@@ -1,6 +1,6 @@
 """Cursor CLI (``cursor-agent`` / ``agent``) codec: AgentKv ``store.db`` chat stores.
 
-Format facts and sources: ``shared/formats/cursor-agentkv.md``; the codec's own
+Format facts and sources: ``codecs/cursor/README.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 """
 

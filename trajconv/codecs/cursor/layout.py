@@ -1,6 +1,6 @@
 """Where Cursor CLI keeps AgentKv stores, and how a reader path resolves to one.
 
-Facts (``shared/formats/cursor-agentkv.md`` section 1): the CLI keeps
+Facts (``codecs/cursor/README.md`` section 1): the CLI keeps
 ``~/.cursor/chats/<md5 hex of the absolute cwd>/<agentId>/store.db`` (WAL mode,
 ``-wal``/``-shm`` beside it); ``$CURSOR_CONFIG_DIR`` relocates ``~/.cursor``;
 ``~/.cursor/acp-sessions/<id>/store.db`` is **unconfirmed** (no public source).

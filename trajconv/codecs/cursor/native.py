@@ -1,6 +1,6 @@
 """Native model of a Cursor CLI AgentKv store (``store.db``) and its portable readout.
 
-Format facts: ``shared/formats/cursor-agentkv.md`` (from ``@cursor/sdk`` 1.0.32,
+Format facts: ``codecs/cursor/README.md`` (from ``@cursor/sdk`` 1.0.32,
 modules ``agent-kv`` and ``run-store/sqlite-blob-store``, and public readers):
 
 * SQLite, WAL, ``PRAGMA user_version = 1``; tables ``blobs(id TEXT PK, data BLOB)``

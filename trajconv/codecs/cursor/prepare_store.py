@@ -317,7 +317,7 @@ def build(fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]], target: P
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         con = sqlite3.connect(tmp / "store.db")
-        # Cursor's own schema and pragmas (shared/formats/cursor-agentkv.md section 2).
+        # Cursor's own schema and pragmas (codecs/cursor/README.md section 2).
         con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA synchronous = NORMAL")
         con.execute("PRAGMA user_version = 1")

@@ -1,7 +1,7 @@
 """Runtime protobuf schema for Cursor AgentKv blobs (package ``agent.v1``).
 
 Field numbers and types come from the message descriptors shipped in
-``@cursor/sdk`` 1.0.32 (see ``shared/formats/cursor-agentkv.md`` section 4/6).
+``@cursor/sdk`` 1.0.32 (see ``codecs/cursor/README.md`` section 4/6).
 The schema is built at run time as a ``FileDescriptorProto`` and turned into
 message classes with ``message_factory``; no ``.proto`` file or ``protoc``.
 

@@ -1,6 +1,6 @@
 """Cursor CLI reader: AgentKv ``store.db`` (or its readout) -> Snapshot.
 
-Format facts: ``shared/formats/cursor-agentkv.md`` (``@cursor/sdk`` 1.0.32 and
+Format facts: ``codecs/cursor/README.md`` (``@cursor/sdk`` 1.0.32 and
 public readers). Rules implemented here:
 
 * records come from root field 1, the model-visible JSON messages (section 5),

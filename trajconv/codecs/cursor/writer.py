@@ -10,7 +10,7 @@ Two ways to fill the readout:
 
 * a Snapshot read from Cursor carries every referenced blob in its artifacts;
   they are written back unchanged (byte-identical root, ids and messages);
-* any other Snapshot is lowered (``shared/formats/cursor-agentkv.md`` section 7):
+* any other Snapshot is lowered (``codecs/cursor/README.md`` section 7):
   one JSON message blob per system / user / observation / tool result and one
   per run of assistant, reasoning and tool-call records, a field-8 turn per
   human prompt (UserMessage + thinking / assistant steps) so Cursor's turn view

@@ -2,7 +2,7 @@
 
 Threads live in ``~/.deepagents/.state/sessions.db`` (LangGraph checkpoints).
 
-Format facts and sources: ``shared/formats/deepagents.md``; the codec's own
+Format facts and sources: ``codecs/deepagents/README.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 Reading needs ``langgraph-checkpoint`` (LangGraph's serializer), imported lazily.
 """

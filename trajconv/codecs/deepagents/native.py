@@ -1,6 +1,6 @@
 """Deep Agents (``deepagents-code`` 0.1.57) native vocabulary: SQLite rows and their decoding.
 
-Facts: ``shared/formats/deepagents.md`` §3 (schema), §4 (``JsonPlusSerializer``
+Facts: ``codecs/deepagents/README.md`` §3 (schema), §4 (``JsonPlusSerializer``
 tags), §5 (``messages`` is a ``DeltaChannel``), and ``langgraph-checkpoint``
 4.3.2 ``checkpoint/base/__init__.py`` (``writes_sort_key``: within one
 checkpoint, writes apply in ``(task_path, task_id, idx)`` order; writes stored

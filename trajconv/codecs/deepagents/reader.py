@@ -1,6 +1,6 @@
 """Deep Agents reader: one thread of ``sessions.db`` (or a portable seed) -> Snapshot.
 
-Format facts: ``shared/formats/deepagents.md`` (deepagents-code 0.1.57,
+Format facts: ``codecs/deepagents/README.md`` (deepagents-code 0.1.57,
 deepagents 0.7.6, langgraph 1.2.24, langgraph-checkpoint 4.3.2). Rules
 implemented here, checked against ``create_deep_agent(...).get_state()`` on
 every fixture:

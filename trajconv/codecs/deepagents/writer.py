@@ -5,7 +5,7 @@ readout instead of ``home/`` (docs/design.md §6); its ``prepare.py``
 (``prepare_thread.py`` here) writes the thread with the real ``langgraph`` /
 ``deepagents`` packages in the layout a real run makes (an input checkpoint
 and a ``messages`` write), which ``dcode threads list`` counts right before and
-after a continued turn (``shared/formats/deepagents.md`` §9 and its caution;
+after a continued turn (``codecs/deepagents/README.md`` §9 and its caution;
 ``native-loaders.md`` seeding experiments D/E).
 
 Lowering: user -> ``HumanMessage``; a run of reasoning / assistant / tool-call

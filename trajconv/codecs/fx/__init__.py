@@ -1,6 +1,6 @@
 """fx (vercel-labs/fx) codec: ``~/.fx/sessions/<id>/`` in every layout fx has written.
 
-Format facts and sources: ``shared/formats/fx.md``; the codec's README.md beside this file
+Format facts and sources: ``codecs/fx/README.md``; the codec's README.md beside this file
 states its input contract, what the reader does not project and what the writer cannot hold.
 """
 

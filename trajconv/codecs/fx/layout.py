@@ -1,6 +1,6 @@
 """Where fx (vercel-labs/fx) keeps sessions: ``$HOME/.fx/sessions/<session-id>/``.
 
-Facts from ``shared/formats/fx.md`` §1 and §5.3 (upstream ``session_layout.zig`` /
+Facts from ``codecs/fx/README.md`` §1 and §5.3 (upstream ``session_layout.zig`` /
 ``session_store_paths.zig``, the Rust port's ``fx_sessions.rs``): a session id is 1-255 bytes of
 ``[A-Za-z0-9._-]``, not ``.`` or ``..``, and equals the folder name; fx mints
 ``<unix-ms>-<unix-ns>-<16 lowercase hex>``. ``sessions/`` also holds caches and pointers

@@ -1,6 +1,6 @@
 """fx's own session vocabulary: schema versions, event kinds, enums and naming rules.
 
-Sources: ``shared/formats/fx.md`` §2-§5 (upstream vercel-labs/fx ``session_event.zig``,
+Sources: ``codecs/fx/README.md`` §2-§5 (upstream vercel-labs/fx ``session_event.zig``,
 ``session_json.zig``, ``session_codec.zig``, ``types.zig``; the Rust port binbandit/oh-fx
 ``session_event.rs`` / ``result_store.rs``), checked against fx 0.0.5 built from source for the
 legacy and ``event_log_v1`` layouts.

@@ -1,6 +1,6 @@
 """fx reader: ``~/.fx/sessions/<id>/`` of any layout fx has written -> Snapshot.
 
-Format facts: ``shared/formats/fx.md`` (upstream vercel-labs/fx; legacy and ``event_log_v1``
+Format facts: ``codecs/fx/README.md`` (upstream vercel-labs/fx; legacy and ``event_log_v1``
 behaviour checked against fx 0.0.5 built from source). ``session.json``'s top-level
 ``schema_version`` picks the layout (§0):
 

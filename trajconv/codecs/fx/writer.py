@@ -1,6 +1,6 @@
 """fx writer: Snapshot -> ``home/.fx/sessions/<id>/`` (legacy schema 1 by default, or schema 4).
 
-Format facts: ``shared/formats/fx.md``. The default target is the legacy monolithic
+Format facts: ``codecs/fx/README.md``. The default target is the legacy monolithic
 ``session.json`` (schema 1, §5.1), which every fx release reads and migrates on its first
 writable open; its key order and execution v2 results follow fx 0.0.5's own legacy writer, and
 fx 0.0.5 lists and shows such a file offline. ``fx_schema=4`` writes the current layout (§2-§4):

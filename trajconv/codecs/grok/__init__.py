@@ -1,6 +1,6 @@
 """Grok Build (xAI ``grok`` CLI) codec: ``$GROK_HOME/sessions/<encoded cwd>/<id>/``.
 
-Format facts and sources: ``shared/formats/grok-build.md``; the codec's own
+Format facts and sources: ``codecs/grok/README.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 """
 

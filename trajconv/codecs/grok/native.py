@@ -1,6 +1,6 @@
 """Grok Build's own record vocabulary: envelope methods and ``sessionUpdate`` kinds.
 
-Source: ``shared/formats/grok-build.md`` §3 (from ``xai-grok-shell`` storage and
+Source: ``codecs/grok/README.md`` §3 (from ``xai-grok-shell`` storage and
 ``extensions/notification.rs`` at grok-build 1.0.6; observed on 1.0.41).
 """
 

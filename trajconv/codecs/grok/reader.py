@@ -1,6 +1,6 @@
 """Grok Build reader: ``updates.jsonl`` + ``summary.json`` -> Snapshot.
 
-Format facts: ``shared/formats/grok-build.md`` (Grok Build 1.0.6 source, observed
+Format facts: ``codecs/grok/README.md`` (Grok Build 1.0.6 source, observed
 on 1.0.41). Rules implemented here:
 
 * chunk runs join with no separator and are flushed on a role change, a tool

@@ -1,7 +1,7 @@
 """Grok Build writer: Snapshot -> ``home/.grok/sessions/<encoded cwd>/<uuid>/``.
 
 Follows Grok's own import rules (``x.ai/session/import`` in
-``extensions/session_state.rs``, summarised in ``shared/formats/grok-build.md``
+``extensions/session_state.rs``, summarised in ``codecs/grok/README.md``
 §7): the session id is a UUID, folders are 0700, ``updates.jsonl`` lines are
 compact in envelope key order, and ``summary.json`` is written last as the
 commit marker. Unlike an import, the writer also writes ``chat_history.jsonl``:

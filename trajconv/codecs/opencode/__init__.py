@@ -1,7 +1,7 @@
 """OpenCode (``opencode`` CLI, npm ``opencode-ai``) codec: ``<data>/opencode.db`` and the
 legacy ``<data>/storage/`` JSON files, written as an ``opencode export`` document.
 
-Format facts and sources: ``shared/formats/opencode.md``; the codec's own README.md beside
+Format facts and sources: ``codecs/opencode/README.md``; the codec's own README.md beside
 this file states its input contract and what it cannot carry.
 """
 

@@ -1,7 +1,7 @@
 """OpenCode's stores as one read-only view: a session's info, its messages in order, each
 message's parts in order.
 
-* SQLite (1.2.0 … 1.18.x, ``shared/formats/opencode.md`` §2, §3): tables ``session``,
+* SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md`` §2, §3): tables ``session``,
   ``message`` (``data`` = the message without ``id``/``sessionID``) and ``part`` (``data`` =
   the part without ``id``/``sessionID``/``messageID``); messages are read ordered by
   ``time_created`` then ``id``, parts by ``id`` within a message (the CLI's own indexes).

@@ -1,7 +1,7 @@
 """OpenCode reader: one session of ``opencode.db``, the legacy ``storage/`` JSON files or an
 ``opencode export`` document -> Snapshot.
 
-Format facts: ``shared/formats/opencode.md`` §5, §6, §9 (OpenCode 1.18.33). Rules:
+Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Rules:
 
 * the native unit is a part (row or file); a message with no parts is one unit itself;
 * ``text`` parts of a user message -> ``user`` (``synthetic`` ones, injected by the harness,

@@ -2,7 +2,7 @@
 
 The native store is one shared SQLite database, so the export is a readout
 (``opencode-export.json``, the document ``opencode export`` prints and ``opencode import``
-reads, ``shared/formats/opencode.md`` §8) and its ``prepare.py`` (``prepare_import.py``
+reads, ``codecs/opencode/README.md`` §8) and its ``prepare.py`` (``prepare_import.py``
 here) installs it with the real CLI's own ``opencode import`` and checks the result with
 ``opencode export``.
 
