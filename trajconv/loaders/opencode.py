@@ -173,16 +173,22 @@ def run(
     if extra_env:
         env.update(extra_env)
     try:
-        proc = subprocess.run(
-            [str(exe), *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        # stdout to a file, not a pipe: the Bun binary can exit before a pipe has taken all
+        # of a long output (seen: `opencode export` cut at 64 KiB)
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.run(
+                [str(exe), *args],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            out.seek(0)
+            proc.stdout = out.read().decode("utf-8", "replace")
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise OpenCodeLoaderError(f"cannot run opencode {args[0]}: {exc}") from exc
     if proc.returncode != 0:

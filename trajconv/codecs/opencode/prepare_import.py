@@ -26,6 +26,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
@@ -122,15 +123,20 @@ def session_exists(db: Path, sid: str) -> bool:
 
 
 def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    proc = subprocess.run(
-        [exe, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-        text=True, timeout=TIMEOUT, check=False,
-    )  # fmt: skip
+    # Its output goes to a file, not a pipe: OpenCode (a Bun binary) can exit before a pipe
+    # has taken all of a long output (seen here: `opencode export` cut at 64 KiB).
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.run(
+            [exe, *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.PIPE, text=True, timeout=TIMEOUT, check=False,
+        )  # fmt: skip
+        out.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         raise RuntimeError(
-            f"opencode {args[0]} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}"
+            f"opencode {args[0]} exited {proc.returncode}: {(proc.stderr or stdout)[-800:]}"
         )
-    return proc.stdout
+    return stdout
 
 
 def comparable(doc: dict[str, Any]) -> list[Any]:
