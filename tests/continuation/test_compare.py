@@ -132,3 +132,30 @@ def test_stored_baseline_holds_the_source_conversation(harness: str) -> None:
     assert [i["name"] for i in seen_calls] == [c.call.name for c in calls]  # type: ignore[union-attr]
     for u in users:  # every prompt of the fixture reached the model (inside any wrapper)
         assert any(u.text in i["text"] for i in earlier if i["kind"] == "user")  # type: ignore[union-attr]
+
+
+def test_an_error_field_is_held_to_the_source_record() -> None:
+    """No error field (Chat Completions) and ``is_error: false`` tell the model the same; a
+    target that has the field must set it as the source recorded the call."""
+
+    def result(error: bool | None) -> list[dict[str, object]]:
+        return [
+            {"kind": "tool-result", "call_id": "c", "text": "ok", "error": error},
+            {"kind": "user", "text": PROMPT},
+        ]
+
+    def whats(base: bool | None, got: bool | None, failed: frozenset[str]) -> list[str]:
+        return [
+            d.what
+            for d in cont.compare(
+                "grok", "grok", result(base), result(got), {}, failed=failed
+            ).differences
+        ]
+
+    ok, failed = frozenset(), frozenset({"c"})
+    assert whats(None, False, ok) == []
+    assert whats(None, True, failed) == []
+    assert whats(None, True, ok) == ["error"]  # a failure the source never recorded
+    assert whats(None, False, failed) == ["error"]  # the target hides a recorded failure
+    assert whats(True, None, failed) == ["error"]  # the target API cannot show it
+    assert whats(False, None, ok) == []

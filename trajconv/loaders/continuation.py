@@ -90,6 +90,7 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("tool-call", "missing"): ("untranslated-pending-call",),
     ("tool-result", "missing"): ("untranslated-orphan-result",),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
+    ("tool-result", "text"): ("exit-status-in-text",),
 }
 
 
@@ -476,22 +477,36 @@ def _unwrapped(name: str, items: list[Item]) -> list[Item]:
     return out
 
 
+def _same_error(base: Item, got: Item, failed: frozenset[str]) -> bool:
+    """Whether the target's model was told about the call's failure as the source's was.
+
+    ``error`` is ``None`` where the API has no such field (Chat Completions, Responses): then
+    only the text speaks. A target that has the field (Anthropic ``is_error``) must set it as
+    the source *recorded* the call (``failed``: the call ids whose result the source stored as
+    failed); a target without it matches a source that said ``false``, not one that said
+    ``true`` (the failure must then be in the text, or a diagnostic must name it)."""
+    b, g = base.get("error"), got.get("error")
+    if b is None:
+        return g is None or bool(g) == (base.get("call_id") in failed)
+    return b == bool(g)
+
+
 def _key(item: Item) -> tuple[Any, ...]:
     kind = item.get("kind")
     if kind == "tool-call":
         return (kind, item.get("name"), json.dumps(item.get("arguments"), sort_keys=True))
     if kind == "tool-result":
-        return (kind, str(item.get("text", "")).strip(), item.get("error"))
+        return (kind, str(item.get("text", "")).strip())
     return (kind, str(item.get("text", "")).strip())
 
 
-def _fields(base: Item, got: Item) -> list[str]:
+def _fields(base: Item, got: Item, failed: frozenset[str]) -> list[str]:
     if base.get("kind") == "tool-call":
         return [f for f in ("name", "arguments") if base.get(f) != got.get(f)]
     out = []
     if str(base.get("text", "")).strip() != str(got.get("text", "")).strip():
         out.append("text")
-    if base.get("kind") == "tool-result" and base.get("error") != got.get("error"):
+    if base.get("kind") == "tool-result" and not _same_error(base, got, failed):
         out.append("error")
     if base.get("context") and base.get("context") != got.get("context"):
         out.append("context")
@@ -574,8 +589,10 @@ def compare(
     target_items: list[Item],
     codes: Mapping[str, int],
     prompt: str = PROMPT,
+    failed: frozenset[str] = frozenset(),
 ) -> Comparison:
-    """Align the two requests' conversations and name each difference by a writer code."""
+    """Align the two requests' conversations and name each difference by a writer code;
+    ``failed``: the call ids whose results the source recorded as failed."""
     base, _ = conversation(_unwrapped(source, baseline_items), prompt)
     got, found = conversation(_unwrapped(target, target_items), prompt)
     if not replays_reasoning(target):
@@ -588,7 +605,7 @@ def compare(
     for op, a0, a1, b0, b1 in matcher.get_opcodes():
         if op == "equal":
             for ai, bi in zip(range(a0, a1), range(b0, b1), strict=True):
-                fields = _fields(base[ai], got[bi])
+                fields = _fields(base[ai], got[bi], failed)
                 same += not fields
                 diffs.extend(Difference(base[ai]["kind"], f, base[ai], got[bi]) for f in fields)
             continue
@@ -600,7 +617,9 @@ def compare(
                 diffs.append(Difference(kind, "missing", base[ai], None))
                 continue
             pending.remove(j)
-            diffs.extend(Difference(kind, f, base[ai], got[j]) for f in _fields(base[ai], got[j]))
+            diffs.extend(
+                Difference(kind, f, base[ai], got[j]) for f in _fields(base[ai], got[j], failed)
+            )
         diffs.extend(Difference(str(got[j].get("kind")), "extra", None, got[j]) for j in pending)
     budget = dict(codes)
     for d in diffs:
@@ -621,6 +640,7 @@ def check_pair(
 ) -> tuple[Comparison, list[Item]]:
     """Convert ``source``'s continuation fixture to ``target``, continue it, compare."""
     from trajconv import api
+    from trajconv.snapshot.models import ToolResultRecord
 
     base = load_baseline(source)
     snap = read_fixture(source)
@@ -634,7 +654,12 @@ def check_pair(
             target, export.out_dir, export.session_id, snap.session.cwd or "", tools=tools
         )
     base_items: list[Item] = _module(source).request_items(base["request"])
-    return compare(source, target, base_items, items, codes), items
+    failed = frozenset(
+        r.result.call_id
+        for r in snap.records
+        if isinstance(r, ToolResultRecord) and r.result.ok is False
+    )
+    return compare(source, target, base_items, items, codes, failed=failed), items
 
 
 def main(argv: list[str] | None = None) -> int:
