@@ -488,7 +488,7 @@ def _same_error(base: Item, got: Item, failed: frozenset[str]) -> bool:
     b, g = base.get("error"), got.get("error")
     if b is None:
         return g is None or bool(g) == (base.get("call_id") in failed)
-    return b == bool(g)
+    return bool(b) == bool(g)
 
 
 def _key(item: Item) -> tuple[Any, ...]:
