@@ -17,6 +17,8 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``CONTINUATION_CASE = (case, session id or None)``: the fixture session
   (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source
   (this module's ``CASES`` names those of grok, copilot and deepagents);
+* ``NEEDS_PROJECT_DIR``: ``True`` when the CLI only resumes a session from inside its existing
+  project folder (then the pair check writes the session for a scratch folder, ``--cwd``);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
   to the model (then reasoning is not compared for that target; default ``True``);
 * ``unwrap_user(text) -> (core, context)``: split the harness's own wrapping off a user message
@@ -646,12 +648,20 @@ def check_pair(
     snap = read_fixture(source)
     with tempfile.TemporaryDirectory(prefix=f"trajconv-cont-{source}-{target}-") as tmp:
         out = (work or Path(tmp)) / f"{source}-to-{target}"
-        export = api.write(snap, target, out, allow_lossy=True)
+        cwd = snap.session.cwd or ""
+        options: JsonObj = {}
+        if getattr(_module(target), "NEEDS_PROJECT_DIR", False):
+            # the CLI runs in the session's project folder, which is not on this machine:
+            # the session is written for a scratch one (`convert --cwd`), as a user would
+            project = Path(tmp) / "project"
+            project.mkdir()
+            cwd = options["cwd"] = str(project)
+        export = api.write(snap, target, out, allow_lossy=True, **options)
         codes: dict[str, int] = {}
         for d in (*snap.diagnostics, *export.diagnostics):
             codes[d.code] = codes.get(d.code, 0) + d.count
         _bodies, items = continue_export(
-            target, export.out_dir, export.session_id, snap.session.cwd or "", tools=tools
+            target, export.out_dir, export.session_id, cwd, tools=tools
         )
     base_items: list[Item] = _module(source).request_items(base["request"])
     failed = frozenset(
