@@ -330,6 +330,16 @@ def test_one_overwrite_policy_for_snapshot_files(tmp_path: Path) -> None:
         ),
         (("archive", "{tmp}/st", "--harness", "grok", "--harness", "fx"), None, "given 2 times"),
         (
+            ("convert", "--from", "grok", "--from", "fx", "--to", "fx", str(GROK_SESSION)),
+            None,
+            "'--from': given 2 times",
+        ),
+        (
+            ("convert", "--to", "fx", "--to", "grok", str(GROK_SESSION), "-o", "{tmp}/o"),
+            None,
+            "'--to': given 2 times",
+        ),
+        (
             ("convert", "--to", "grok", str(GROK_SESSION), "-o", "{tmp}/o", "--fx-schema", "4"),
             None,
             "--fx-schema applies to --to fx only",
@@ -348,6 +358,8 @@ def test_one_overwrite_policy_for_snapshot_files(tmp_path: Path) -> None:
         "bad-env-limit",
         "negative-limit",
         "repeated-harness",
+        "repeated-from",
+        "repeated-to",
         "fx-schema-to-grok",
         "home-without-install",
     ],

@@ -264,6 +264,34 @@ def codecs(as_json: bool) -> None:
         click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
 
 
+def _harness_opt(
+    *decls: str, help_text: str, required: bool = False, multiple: bool = False
+) -> Callable[[F], F]:
+    """An option naming a harness, completing the registered names. Repeated only where
+    several make sense: a repeated single one is a usage error, not a silent last-one-wins."""
+
+    def once(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if not multiple and isinstance(value, tuple):
+            if len(value) > 1:
+                raise click.BadParameter(f"given {len(value)} times; name one harness")
+            return value[0] if value else None
+        return value
+
+    return click.option(
+        *decls,
+        default=None,
+        multiple=True,
+        required=required,
+        callback=once,
+        shell_complete=_complete_harness,
+        help=help_text,
+    )
+
+
+def _harness_option(help_text: str, multiple: bool = False) -> Callable[[F], F]:
+    return _harness_opt("--harness", help_text=help_text, multiple=multiple)
+
+
 FORCE = click.option(
     "--force",
     is_flag=True,
@@ -273,13 +301,7 @@ FORCE = click.option(
 
 
 @cli.command()
-@click.option(
-    "--from",
-    "source",
-    required=True,
-    shell_complete=_complete_harness,
-    help="harness the session comes from",
-)
+@_harness_opt("--from", "source", help_text="harness the session comes from", required=True)
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o",
@@ -312,9 +334,7 @@ def read(
 
 
 @cli.command()
-@click.option(
-    "--to", "target", required=True, shell_complete=_complete_harness, help="harness to write for"
-)
+@_harness_opt("--to", "target", help_text="harness to write for", required=True)
 @click.argument("snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "-o",
@@ -423,17 +443,13 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option(
+@_harness_opt(
     "--from",
     "source",
-    default=None,
-    shell_complete=_complete_harness,
-    help="harness the session comes from; told from PATH's files when left out, and "
+    help_text="harness the session comes from; told from PATH's files when left out, and "
     "not needed (or 'snapshot') when PATH is a Snapshot file or an archive store",
 )
-@click.option(
-    "--to", "target", required=True, shell_complete=_complete_harness, help="harness to write for"
-)
+@_harness_opt("--to", "target", help_text="harness to write for", required=True)
 @click.argument("path", required=False)
 @click.option(
     "-o",
@@ -575,7 +591,7 @@ def verify(file: Path, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
-@click.option("--from", "source", default=None, help="harness PATH comes from (see `convert`)")
+@_harness_opt("--from", "source", help_text="harness PATH comes from (see `convert`)")
 @click.option("--session", default=None, help="session id inside a home or store holding several")
 @click.option(
     "--format",
@@ -684,27 +700,6 @@ def diagnostics(as_json: bool) -> None:
         return
     for r in rows:
         click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
-
-
-def _harness_option(help_text: str, multiple: bool = False) -> Callable[[F], F]:
-    """``--harness NAME``, completing the registered names; repeated only where several
-    make sense (a repeated single one is a usage error, not a silent last-one-wins)."""
-
-    def once(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        if not multiple and isinstance(value, tuple):
-            if len(value) > 1:
-                raise click.BadParameter(f"given {len(value)} times; name one harness")
-            return value[0] if value else None
-        return value
-
-    return click.option(
-        "--harness",
-        default=None,
-        multiple=True,
-        callback=once,
-        shell_complete=_complete_harness,
-        help=help_text,
-    )
 
 
 @cli.command()
