@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import signal
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -255,7 +256,8 @@ def _reads(
                 if item is None:
                     break
                 c, ref, fp = item
-                fut = pool.submit(_read_in_worker, c.name, ref.path, ref.session_id, limits)
+                with _interrupt_blocked():  # a worker started now is born deaf to Ctrl-C
+                    fut = pool.submit(_read_in_worker, c.name, ref.path, ref.session_id, limits)
                 pending[fut] = item
             if not pending:
                 return
@@ -269,10 +271,23 @@ def _reads(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+@contextlib.contextmanager
+def _interrupt_blocked() -> Iterator[None]:
+    """Hold Ctrl-C back while worker processes may start: a spawned worker inherits the
+    blocked signal, so one that is still starting (before ``_ignore_interrupt`` runs) cannot
+    die of it with a traceback; here it is delivered when the block ends, nothing lost."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _ignore_interrupt() -> None:
     """Worker processes leave Ctrl-C to the main process (no traceback from each)."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 

@@ -645,3 +645,34 @@ def test_a_codec_can_claim_its_paths_from_its_layout_module(
     codec = LazyCodec("nohow", (), "a third-party codec", "nohow_codec")
     assert find._codec_claims(codec, tmp_path / "nohow.log")
     assert not find._codec_claims(codec, GROK_SESSION)
+
+
+def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_as_interrupted() -> None:
+    """Python cannot raise a KeyboardInterrupt from a finalizer (a spool's removal): it goes
+    to ``sys.unraisablehook``. The run must still stop as interrupted, never exit 0."""
+    program = """
+import sys, weakref
+import click
+from trajconv.cli import main as m
+
+@m.cli.command("finalize")
+def finalize() -> None:
+    class Spool: pass
+    def release() -> None:
+        raise KeyboardInterrupt
+    spool = Spool()
+    weakref.finalize(spool, release)
+    del spool  # the finalizer runs here, as Ctrl-C could land in it
+    import time
+    time.sleep(5)  # the run goes on (as the archive's next session would): it must stop
+    click.echo("finished")
+
+m.main()
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program, "finalize"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert "finished" not in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "trajconv: interrupted"
+    assert "Traceback" not in done.stderr

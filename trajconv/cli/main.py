@@ -5,11 +5,14 @@ Exit codes come from :mod:`trajconv.errors` (0 ok, 1 bad input, 2 usage, 3 refus
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import json
 import os
 import shlex
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -193,12 +196,45 @@ def _write_opts_for(target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
+@contextlib.contextmanager
+def _interrupts_kept() -> Iterator[list[BaseException]]:
+    """Keep a Ctrl-C that Python could not raise: it arrived while a finalizer ran (a spool's
+    removal) and went to ``sys.unraisablehook``. It is collected, so the run ends as
+    interrupted, never with exit 0, and delivered again a moment later from a timer thread
+    (raised in the hook it would be lost again) so the run stops at its next step. Other
+    unraisable errors pass on."""
+    lost: list[BaseException] = []
+    timers: list[threading.Timer] = []
+    before = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            lost.append(unraisable.exc_value)
+            timers.append(threading.Timer(0.05, _thread.interrupt_main))
+            timers[-1].start()
+        else:
+            before(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield lost
+    finally:
+        sys.unraisablehook = before
+        for timer in timers:
+            timer.cancel()
+            timer.join()
+
+
 class _Cli(click.Group):
     """Turns trajconv's own errors into a one-line message and the documented exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _interrupts_kept() as lost:
+                result = super().invoke(ctx)
+            if lost:  # Ctrl-C landed in a finalizer, which Python may not raise from
+                raise KeyboardInterrupt
+            return result
         except TrajconvError as exc:
             click.echo(f"trajconv: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
