@@ -103,6 +103,33 @@ def test_foreign_reasoning_is_left_out_never_given_a_signature(tmp_path: Path) -
     assert '"signature":"sig-0001"' in _written(own).read_text()
 
 
+def test_an_exit_status_the_text_lacks_heads_it_and_is_named(tmp_path: Path) -> None:
+    src = next(p for p in TRANSCRIPTS if "recorded-continuation" in p.parts)
+    snap = trajconv.read("claude", src)
+    own = trajconv.write(snap, "claude", tmp_path / "own")
+    # Claude Code's own result already opens with the heading: nothing added, nothing named
+    assert "exit-status-in-text" not in {d.code for d in own.diagnostics}
+    records = []
+    for r in snap.records:
+        if r.kind == "tool-result" and r.result.exit_code == 2:
+            bare = r.result.output.removeprefix("Exit code 2\n")
+            r = r.model_copy(update={"result": r.result.model_copy(update={"output": bare})})
+        records.append(r)
+    other = snap.model_copy(update={"records": tuple(records)})
+    export = trajconv.write(other, "claude", tmp_path / "other")
+    assert {d.code: d.count for d in export.diagnostics}["exit-status-in-text"] == 1
+    lines = [json.loads(x) for x in _written(export).read_text().splitlines()]
+    results = [
+        b
+        for x in lines
+        if x.get("type") == "user"
+        for b in x["message"]["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+    assert results[-1]["content"].startswith("Exit code 2\nls: cannot access")
+    assert results[-1]["is_error"] is True
+
+
 def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
     src = next(p for p in TRANSCRIPTS if "edge-cases" in p.parts)
     with pytest.raises(RefusedError):

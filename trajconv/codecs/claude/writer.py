@@ -14,8 +14,9 @@ Rules of this writer:
 * user text -> a user line with string content; assistant text -> a ``text`` block; tool
   calls -> ``tool_use`` (``input`` must be an object: anything else is wrapped as
   ``{"_raw": value}`` and named ``defaults-assumed``); a tool result -> a ``tool_result`` with
-  ``is_error`` from ``ok`` and, for a non-zero exit status, the ``Exit code N`` heading the CLI
-  itself writes on failed shell commands;
+  ``is_error`` from ``ok`` and, for a non-zero exit status the text does not start with, the
+  ``Exit code N`` heading the CLI itself writes on failed shell commands
+  (``exit-status-in-text``: the Messages API has no exit status field);
 * reasoning becomes a ``thinking`` block only with the signature the API gave for it, which
   only a Claude Code source has (read back from the source transcript kept in the Snapshot);
   any other reasoning is left out (``untranslated-reasoning``): a signature is never invented;
@@ -166,9 +167,11 @@ def _tool_id(call_id: str, snapshot: Snapshot, ids: dict[str, str], diags: Diagn
     return ids[call_id]
 
 
-def _result_text(output: str, exit_code: int | None) -> str:
+def _result_text(output: str, exit_code: int | None) -> str | None:
+    """The output with the ``Exit code N`` heading the CLI writes on a failed shell command,
+    when the status is non-zero and the text lacks it; None when the text stays as it was."""
     if exit_code is None or exit_code == 0 or native.EXIT_CODE.match(output):
-        return output
+        return None
     return f"Exit code {exit_code}\n{output}"
 
 
@@ -228,10 +231,13 @@ def plan(
                 res = rec.result
                 if res.ok is None:
                     diags.add("tool-status-assumed", rec.id)
+                text = _result_text(res.output, res.exit_code)
+                if text is not None:
+                    diags.add("exit-status-in-text", rec.id)
                 result: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": _tool_id(res.call_id, snapshot, ids, diags),
-                    "content": _result_text(res.output, res.exit_code),
+                    "content": res.output if text is None else text,
                     "is_error": res.ok is False,
                 }
                 chain.user([result], rec.time)
