@@ -22,6 +22,8 @@ from tests.helpers import export_tree
 from trajconv.codecs.claude import layout
 from trajconv.errors import RefusedError
 from trajconv.loaders.claude import snapshot_items
+from trajconv.snapshot import io
+from trajconv.snapshot.models import Snapshot
 
 
 def _written(export: trajconv.Export) -> Path:
@@ -128,6 +130,35 @@ def test_an_exit_status_the_text_lacks_heads_it_and_is_named(tmp_path: Path) -> 
     ]
     assert results[-1]["content"].startswith("Exit code 2\nls: cannot access")
     assert results[-1]["is_error"] is True
+
+
+def test_session_and_record_facts_are_kept_or_named(tmp_path: Path) -> None:
+    from tests.core.test_fact_conservation import fact_losses
+
+    src = next(p for p in TRANSCRIPTS if "recorded-continuation" in p.parts)
+    snap = trajconv.read("claude", src)
+    data = json.loads(io.dumps(snap))
+    data["session"].update(
+        title="What is in src/?", created_at=None, parent_session_id="p-1", model="other-model"
+    )
+    answers = [r for r in data["records"] if r["kind"] == "assistant"]
+    answers[0]["model"] = None
+    results = [r for r in data["records"] if r["kind"] == "tool-result"]
+    results[0]["result"]["exit_code"] = 0  # the CLI never prints a heading for 0
+    changed = Snapshot.model_validate(data)
+    export = trajconv.write(changed, "claude", tmp_path / "out")
+    again = trajconv.read("claude", _written(export))
+    assert again.session.title == "What is in src/?"  # kept: an ai-title line
+    need, seen = fact_losses(changed, again)
+    got = {d.code: d.count for d in export.diagnostics}
+    assert dict(need) == {
+        "timestamps-synthesized": 1,
+        "untranslated-model": 1,
+        "untranslated-parent-session": 1,
+        "model-assumed": 1,
+        "untranslated-exit-code": 1,
+    }, seen
+    assert all(got.get(code, 0) >= n for code, n in need.items()), (got, seen)
 
 
 def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
