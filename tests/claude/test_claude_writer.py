@@ -43,6 +43,14 @@ def test_claude_round_trip_keeps_every_record(path: Path, tmp_path: Path) -> Non
     ]
     system = [r.text for r in snap.records if r.kind == "system"]
     assert [r.text for r in again.records if r.kind == "system"] == system
+    # the CLI's own system lines never went to the model; its harness user text did
+    sent = [
+        r
+        for r in snap.records
+        if r.kind == "system" and not (r.evidence.native or "").startswith("system:")
+    ]
+    named = {d.code: d.count for d in export.diagnostics}.get("untranslated-system", 0)
+    assert named == len(sent)
 
 
 @pytest.mark.parametrize(("harness", "path", "session"), other_sources(), ids=OTHER_IDS)
@@ -60,6 +68,8 @@ def test_other_harnesses_convert_with_named_losses(
     assert diags.get("untranslated-observation", 0) == sum(
         r.kind == "observation" for r in snap.records
     )
+    # system text is kept as a system line, which the CLI does not send to the model
+    assert diags.get("untranslated-system", 0) == sum(r.kind == "system" for r in snap.records)
     # without a title of its own the session shows its last prompt, as the picker does
     prompts = [r.text for r in snap.records if r.kind == "user"]
     assert again.session.title == (snap.session.title or prompts[-1])

@@ -21,7 +21,8 @@ Rules of this writer:
   only a Claude Code source has (read back from the source transcript kept in the Snapshot);
   any other reasoning is left out (``untranslated-reasoning``): a signature is never invented;
 * system text -> a ``system`` line (``subtype: informational``), which the CLI keeps but does
-  not send to the model; observations are ``untranslated-observation``;
+  not send to the model (``untranslated-system``, except a Claude Code source's own system
+  lines, which the model never saw); observations are ``untranslated-observation``;
 * times are the source's; a record without one gets no ``timestamp`` (the CLI loads such lines).
 """
 
@@ -236,6 +237,7 @@ def plan(
     key = layout.project_key(workdir)
     session = snapshot.session
     signatures = _signatures(snapshot)
+    own = snapshot.source.harness == "claude"
     ids: dict[str, str] = {}
 
     spool = Spool()
@@ -288,6 +290,10 @@ def plan(
                 chain.line(
                     "system", rec.time, subtype="informational", content=rec.text, level="info"
                 )
+                if not (own and (rec.evidence.native or "").startswith("system:")):
+                    # kept in the transcript, but the model no longer sees it (only the
+                    # CLI's own system lines never went to the model)
+                    diags.add("untranslated-system", rec.id)
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
         if chain.last_prompt is not None:
