@@ -19,6 +19,7 @@ from tests.claude.support import (
     read_other,
 )
 from tests.conftest import require_loader
+from trajconv.codecs.claude.native import HARNESS_TEXT
 from trajconv.loaders import claude as claude_loader
 from trajconv.loaders import tools_dir
 
@@ -66,6 +67,17 @@ def test_real_claude_resumes_with_the_whole_history(
             open_ids.append(it["id"])
         elif it["kind"] == "tool-result":
             assert it["call_id"] in open_ids
+    # a Claude Code source's own harness text (reminders, command echoes, task notifications)
+    # was sent to its model, and is sent again (written as isMeta lines)
+    users = {str(it["text"]).rstrip("\n") for it in items if it["kind"] == "user"}
+    resent = [
+        r.text.rstrip("\n")
+        for r in snap.records
+        if r.kind == "system"
+        and r.evidence.native == "user(harness)"
+        and HARNESS_TEXT.match(r.text)
+    ]
+    assert [t for t in resent if t not in users] == []
     # the CLI appended its turn to the same transcript
     transcript = next(home.glob(f".claude/projects/*/{export.session_id}.jsonl"))
     assert claude_loader.REPLY in transcript.read_text(encoding="utf-8")

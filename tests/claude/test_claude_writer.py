@@ -20,6 +20,7 @@ from tests.claude.support import (
 )
 from tests.helpers import export_tree
 from trajconv.codecs.claude import layout
+from trajconv.codecs.claude.native import HARNESS_TEXT
 from trajconv.errors import RefusedError
 from trajconv.loaders.claude import snapshot_items
 from trajconv.snapshot import io
@@ -43,14 +44,18 @@ def test_claude_round_trip_keeps_every_record(path: Path, tmp_path: Path) -> Non
     ]
     system = [r.text for r in snap.records if r.kind == "system"]
     assert [r.text for r in again.records if r.kind == "system"] == system
-    # the CLI's own system lines never went to the model; its harness user text did
-    sent = [
-        r
-        for r in snap.records
-        if r.kind == "system" and not (r.evidence.native or "").startswith("system:")
+    # the CLI's own system lines never went to the model; the harness text it sent goes
+    # back as isMeta user lines (sent again); any other system text is named
+    own = [r for r in snap.records if r.kind == "system"]
+    meta = [
+        r.text for r in own if r.evidence.native == "user(harness)" and HARNESS_TEXT.match(r.text)
     ]
+    lines = [json.loads(x) for x in _written(export).read_text().splitlines()]
+    assert [x["message"]["content"] for x in lines if x.get("isMeta")] == meta
     named = {d.code: d.count for d in export.diagnostics}.get("untranslated-system", 0)
-    assert named == len(sent)
+    assert named == sum(not (r.evidence.native or "").startswith("system:") for r in own) - len(
+        meta
+    )
 
 
 @pytest.mark.parametrize(("harness", "path", "session"), other_sources(), ids=OTHER_IDS)

@@ -22,7 +22,9 @@ Rules of this writer:
   any other reasoning is left out (``untranslated-reasoning``): a signature is never invented;
 * system text -> a ``system`` line (``subtype: informational``), which the CLI keeps but does
   not send to the model (``untranslated-system``, except a Claude Code source's own system
-  lines, which the model never saw); observations are ``untranslated-observation``;
+  lines, which the model never saw); a Claude Code source's own user-role harness text
+  (reminders, command echoes, task notifications) -> an ``isMeta`` user line, which the CLI
+  sends to the model as it did; observations are ``untranslated-observation``;
 * times are the source's; a record without one gets no ``timestamp`` (the CLI loads such lines).
 """
 
@@ -195,6 +197,15 @@ def _result_text(rid: str, output: str, exit_code: int | None, diags: Diagnostic
     return output
 
 
+def _sent_harness_text(rec: Any) -> bool:
+    """A Claude Code source's user-role text the CLI wrote itself and sent to the model, which
+    an ``isMeta`` user line makes it send again (observed with 2.1.332: an ``isMeta`` line is
+    merged into the user message around it). Only text the CLI marks as its own
+    (``<system-reminder>``, command echoes, task notifications, interrupt markers): a
+    compaction summary or a transcript-only line stays a ``system`` line."""
+    return rec.evidence.native == "user(harness)" and bool(native.HARNESS_TEXT.match(rec.text))
+
+
 def _model(rec: Any, session_model: str | None, diags: Diagnostics) -> str | None:
     """An assistant line's model: the record's, else the session's (``model-assumed``)."""
     if rec.model is None and session_model:
@@ -286,6 +297,10 @@ def plan(
                     "is_error": res.ok is False,
                 }
                 chain.user([result], rec.time)
+            elif rec.kind == "system" and own and _sent_harness_text(rec):
+                # the CLI's own user-role text (a reminder, a command echo, a task
+                # notification) went to the model: it goes again as an isMeta user line
+                chain.user(rec.text, rec.time, isMeta=True)
             elif rec.kind == "system":
                 chain.line(
                     "system", rec.time, subtype="informational", content=rec.text, level="info"
