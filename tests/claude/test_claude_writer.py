@@ -20,8 +20,11 @@ from tests.claude.support import (
 )
 from tests.helpers import export_tree
 from trajconv.codecs.claude import layout
+from trajconv.codecs.claude.native import HARNESS_TEXT
 from trajconv.errors import RefusedError
 from trajconv.loaders.claude import snapshot_items
+from trajconv.snapshot import io
+from trajconv.snapshot.models import Snapshot
 
 
 def _written(export: trajconv.Export) -> Path:
@@ -41,6 +44,18 @@ def test_claude_round_trip_keeps_every_record(path: Path, tmp_path: Path) -> Non
     ]
     system = [r.text for r in snap.records if r.kind == "system"]
     assert [r.text for r in again.records if r.kind == "system"] == system
+    # the CLI's own system lines never went to the model; the harness text it sent goes
+    # back as isMeta user lines (sent again); any other system text is named
+    own = [r for r in snap.records if r.kind == "system"]
+    meta = [
+        r.text for r in own if r.evidence.native == "user(harness)" and HARNESS_TEXT.match(r.text)
+    ]
+    lines = [json.loads(x) for x in _written(export).read_text().splitlines()]
+    assert [x["message"]["content"] for x in lines if x.get("isMeta")] == meta
+    named = {d.code: d.count for d in export.diagnostics}.get("untranslated-system", 0)
+    assert named == sum(not (r.evidence.native or "").startswith("system:") for r in own) - len(
+        meta
+    )
 
 
 @pytest.mark.parametrize(("harness", "path", "session"), other_sources(), ids=OTHER_IDS)
@@ -58,6 +73,8 @@ def test_other_harnesses_convert_with_named_losses(
     assert diags.get("untranslated-observation", 0) == sum(
         r.kind == "observation" for r in snap.records
     )
+    # system text is kept as a system line, which the CLI does not send to the model
+    assert diags.get("untranslated-system", 0) == sum(r.kind == "system" for r in snap.records)
     # without a title of its own the session shows its last prompt, as the picker does
     prompts = [r.text for r in snap.records if r.kind == "user"]
     assert again.session.title == (snap.session.title or prompts[-1])
@@ -101,6 +118,62 @@ def test_foreign_reasoning_is_left_out_never_given_a_signature(tmp_path: Path) -
     # from Claude Code itself the block goes back with the signature the API gave
     own = trajconv.write(snap, "claude", tmp_path / "own")
     assert '"signature":"sig-0001"' in _written(own).read_text()
+
+
+def test_an_exit_status_the_text_lacks_heads_it_and_is_named(tmp_path: Path) -> None:
+    src = next(p for p in TRANSCRIPTS if "recorded-continuation" in p.parts)
+    snap = trajconv.read("claude", src)
+    own = trajconv.write(snap, "claude", tmp_path / "own")
+    # Claude Code's own result already opens with the heading: nothing added, nothing named
+    assert "exit-status-in-text" not in {d.code for d in own.diagnostics}
+    records = []
+    for r in snap.records:
+        if r.kind == "tool-result" and r.result.exit_code == 2:
+            bare = r.result.output.removeprefix("Exit code 2\n")
+            r = r.model_copy(update={"result": r.result.model_copy(update={"output": bare})})
+        records.append(r)
+    other = snap.model_copy(update={"records": tuple(records)})
+    export = trajconv.write(other, "claude", tmp_path / "other")
+    assert {d.code: d.count for d in export.diagnostics}["exit-status-in-text"] == 1
+    lines = [json.loads(x) for x in _written(export).read_text().splitlines()]
+    results = [
+        b
+        for x in lines
+        if x.get("type") == "user"
+        for b in x["message"]["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+    assert results[-1]["content"].startswith("Exit code 2\nls: cannot access")
+    assert results[-1]["is_error"] is True
+
+
+def test_session_and_record_facts_are_kept_or_named(tmp_path: Path) -> None:
+    from tests.core.test_fact_conservation import fact_losses
+
+    src = next(p for p in TRANSCRIPTS if "recorded-continuation" in p.parts)
+    snap = trajconv.read("claude", src)
+    data = json.loads(io.dumps(snap))
+    data["session"].update(
+        title="What is in src/?", created_at=None, parent_session_id="p-1", model="other-model"
+    )
+    answers = [r for r in data["records"] if r["kind"] == "assistant"]
+    answers[0]["model"] = None
+    results = [r for r in data["records"] if r["kind"] == "tool-result"]
+    results[0]["result"]["exit_code"] = 0  # the CLI never prints a heading for 0
+    changed = Snapshot.model_validate(data)
+    export = trajconv.write(changed, "claude", tmp_path / "out")
+    again = trajconv.read("claude", _written(export))
+    assert again.session.title == "What is in src/?"  # kept: an ai-title line
+    need, seen = fact_losses(changed, again)
+    got = {d.code: d.count for d in export.diagnostics}
+    assert dict(need) == {
+        "timestamps-synthesized": 1,
+        "untranslated-model": 1,
+        "untranslated-parent-session": 1,
+        "model-assumed": 1,
+        "untranslated-exit-code": 1,
+    }, seen
+    assert all(got.get(code, 0) >= n for code, n in need.items()), (got, seen)
 
 
 def test_unfinished_turn_is_refused_unless_lossy(tmp_path: Path) -> None:

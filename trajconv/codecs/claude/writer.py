@@ -14,13 +14,17 @@ Rules of this writer:
 * user text -> a user line with string content; assistant text -> a ``text`` block; tool
   calls -> ``tool_use`` (``input`` must be an object: anything else is wrapped as
   ``{"_raw": value}`` and named ``defaults-assumed``); a tool result -> a ``tool_result`` with
-  ``is_error`` from ``ok`` and, for a non-zero exit status, the ``Exit code N`` heading the CLI
-  itself writes on failed shell commands;
+  ``is_error`` from ``ok`` and, for a non-zero exit status the text does not start with, the
+  ``Exit code N`` heading the CLI itself writes on failed shell commands
+  (``exit-status-in-text``: the Messages API has no exit status field);
 * reasoning becomes a ``thinking`` block only with the signature the API gave for it, which
   only a Claude Code source has (read back from the source transcript kept in the Snapshot);
   any other reasoning is left out (``untranslated-reasoning``): a signature is never invented;
 * system text -> a ``system`` line (``subtype: informational``), which the CLI keeps but does
-  not send to the model; observations are ``untranslated-observation``;
+  not send to the model (``untranslated-system``, except a Claude Code source's own system
+  lines, which the model never saw); a Claude Code source's own user-role harness text
+  (reminders, command echoes, task notifications) -> an ``isMeta`` user line, which the CLI
+  sends to the model as it did; observations are ``untranslated-observation``;
 * times are the source's; a record without one gets no ``timestamp`` (the CLI loads such lines).
 """
 
@@ -39,6 +43,7 @@ from trajconv.codecs.base import (
     Limits,
     check_continuable,
     dropped_code,
+    exit_code_shown,
     safe_component,
 )
 from trajconv.codecs.claude import layout, native
@@ -112,6 +117,11 @@ class _Chain:
         self.message_id: str | None = None
         self.last_prompt: str | None = None
         self.branch = snapshot.session.branch
+        #: the earliest and latest ``timestamp`` written, and the model of the last assistant
+        #: line: what the reader takes the session's times and model from
+        self.first_time: str | None = None
+        self.last_time: str | None = None
+        self.model: str | None = None
 
     def _uuid(self, what: str) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:claude:{what}"))
@@ -133,6 +143,8 @@ class _Chain:
         obj["uuid"] = uid
         if time is not None:
             obj["timestamp"] = time
+            self.first_time = min(self.first_time or time, time)
+            self.last_time = max(self.last_time or time, time)
         self.out.write((_dumps(obj) + "\n").encode())
         self.parent = uid
         if kind != "assistant":
@@ -145,6 +157,7 @@ class _Chain:
         message: dict[str, Any] = {"id": self.message_id, "type": "message", "role": "assistant"}
         if model:
             message["model"] = model
+            self.model = model
         message |= {"content": [block], "stop_reason": stop, "stop_sequence": None}
         self.line("assistant", time, message=message)
 
@@ -166,10 +179,61 @@ def _tool_id(call_id: str, snapshot: Snapshot, ids: dict[str, str], diags: Diagn
     return ids[call_id]
 
 
-def _result_text(output: str, exit_code: int | None) -> str:
-    if exit_code is None or exit_code == 0 or native.EXIT_CODE.match(output):
+def _result_text(rid: str, output: str, exit_code: int | None, diags: Diagnostics) -> str:
+    """The text a result is written with: the ``Exit code N`` heading the CLI writes on a
+    failed shell command heads it when the status is non-zero and the text lacks a heading
+    (``exit-status-in-text``). A status the text cannot carry so (0, which the CLI never
+    writes, or another heading already there) is ``untranslated-exit-code`` unless the text
+    shows it as the source harness printed it."""
+    if exit_code is None:
         return output
-    return f"Exit code {exit_code}\n{output}"
+    head = native.EXIT_CODE.match(output)
+    if head is None and exit_code != 0:
+        diags.add("exit-status-in-text", rid)
+        return f"Exit code {exit_code}\n{output}"
+    shown = head is not None and int(head.group(1)) == exit_code
+    if not shown and not exit_code_shown(output, exit_code):
+        diags.add("untranslated-exit-code", rid)
+    return output
+
+
+def _sent_harness_text(rec: Any) -> bool:
+    """A Claude Code source's user-role text the CLI wrote itself and sent to the model, which
+    an ``isMeta`` user line makes it send again (observed with 2.1.332: an ``isMeta`` line is
+    merged into the user message around it). Only text the CLI marks as its own
+    (``<system-reminder>``, command echoes, task notifications, interrupt markers): a
+    compaction summary or a transcript-only line stays a ``system`` line."""
+    return rec.evidence.native == "user(harness)" and bool(native.HARNESS_TEXT.match(rec.text))
+
+
+def _model(rec: Any, session_model: str | None, diags: Diagnostics) -> str | None:
+    """An assistant line's model: the record's, else the session's (``model-assumed``)."""
+    if rec.model is None and session_model:
+        diags.add("model-assumed", rec.id)
+    return rec.model or session_model
+
+
+def _name_session_facts(snapshot: Snapshot, chain: _Chain, cwd: str, diags: Diagnostics) -> None:
+    """Session facts the transcript cannot hold as they are. The reader takes the times from
+    the earliest and latest line ``timestamp``, the model from the last assistant line; the
+    transcript has no parent session (a sub-agent's transcript is written as a main one)."""
+    session = snapshot.session
+    for name, was, now in (
+        ("created_at", session.created_at, chain.first_time),
+        ("updated_at", session.updated_at, chain.last_time),
+    ):
+        if was != now:
+            code = "untranslated-time" if was is not None else "timestamps-synthesized"
+            diags.add(
+                code,
+                f"session {name} (the {'first' if name == 'created_at' else 'last'} record time)",
+            )
+    if session.model and session.model != chain.model:
+        diags.add("untranslated-model", "session model (the last answer's model)")
+    if session.parent_session_id:
+        diags.add("untranslated-parent-session", "written as a main transcript")
+    if session.cwd and session.cwd != cwd:
+        diags.add("untranslated-cwd", "cwd (--cwd)")
 
 
 def plan(
@@ -184,8 +248,8 @@ def plan(
     key = layout.project_key(workdir)
     session = snapshot.session
     signatures = _signatures(snapshot)
+    own = snapshot.source.harness == "claude"
     ids: dict[str, str] = {}
-    first_prompt: str | None = None
 
     spool = Spool()
     path = spool.new_file("transcript.jsonl")
@@ -199,11 +263,9 @@ def plan(
             if rec.kind == "user":
                 chain.user(rec.text, rec.time)
                 chain.last_prompt = rec.text
-                first_prompt = first_prompt if first_prompt is not None else rec.text
             elif rec.kind == "assistant":
-                chain.assistant(
-                    {"type": "text", "text": rec.text}, rec.model or session.model, rec.time
-                )
+                model = _model(rec, session.model, diags)
+                chain.assistant({"type": "text", "text": rec.text}, model, rec.time)
             elif rec.kind == "reasoning":
                 ev = rec.evidence
                 sig = signatures.get((ev.artifact, ev.line or 0, ev.json_path or ""))
@@ -211,7 +273,7 @@ def plan(
                     diags.add("untranslated-reasoning", rec.id)
                     continue
                 thinking = {"type": "thinking", "thinking": rec.text, "signature": sig}
-                chain.assistant(thinking, rec.model or session.model, rec.time)
+                chain.assistant(thinking, _model(rec, session.model, diags), rec.time)
             elif rec.kind == "tool-call":
                 args = rec.call.arguments
                 if not isinstance(args, dict):
@@ -231,14 +293,22 @@ def plan(
                 result: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": _tool_id(res.call_id, snapshot, ids, diags),
-                    "content": _result_text(res.output, res.exit_code),
+                    "content": _result_text(rec.id, res.output, res.exit_code, diags),
                     "is_error": res.ok is False,
                 }
                 chain.user([result], rec.time)
+            elif rec.kind == "system" and own and _sent_harness_text(rec):
+                # the CLI's own user-role text (a reminder, a command echo, a task
+                # notification) went to the model: it goes again as an isMeta user line
+                chain.user(rec.text, rec.time, isMeta=True)
             elif rec.kind == "system":
                 chain.line(
                     "system", rec.time, subtype="informational", content=rec.text, level="info"
                 )
+                if not (own and (rec.evidence.native or "").startswith("system:")):
+                    # kept in the transcript, but the model no longer sees it (only the
+                    # CLI's own system lines never went to the model)
+                    diags.add("untranslated-system", rec.id)
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
         if chain.last_prompt is not None:
@@ -255,17 +325,19 @@ def plan(
                     + "\n"
                 ).encode()
             )
-        prompts = {(t or "").strip() for t in (first_prompt, chain.last_prompt)}
-        if session.title and session.title.strip() not in prompts:
-            # a title of its own (not one the picker derives from a prompt, which would
-            # then stop following the last prompt as the session goes on)
+        if session.title and session.title.strip() != (chain.last_prompt or "").strip():
+            # a title of its own (one that is the last prompt is what the picker shows
+            # without it, and then goes on following the last prompt as the session does)
             out.write(
                 (
                     _dumps({"type": "ai-title", "aiTitle": session.title, "sessionId": sid}) + "\n"
                 ).encode()
             )
+        elif not session.title and chain.last_prompt is not None:
+            diags.add("defaults-assumed", "title (the picker shows the last prompt)")
         elif not session.title:
             diags.add("title-missing", "ai-title")
+        _name_session_facts(snapshot, chain, workdir, diags)
 
     rel = f"{layout.CONFIG}/{layout.PROJECTS}/{key}/{sid}{layout.SUFFIX}"
     return ExportPlan(
