@@ -20,10 +20,19 @@ import pytest
 import trajconv
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
+from trajconv.codecs.codex import native
 from trajconv.loaders import codex as loader
 from trajconv.loaders import tools_dir
 
 PROMPT = "Please continue from here."
+
+
+def _says_failed(text: str) -> bool:
+    """The output's head tells the model the call failed (either tool's exit line)."""
+    return any(
+        native.output_failed(kind, text)
+        for kind in ("function_call_output", "custom_tool_call_output")
+    )
 
 
 def _deepagents_source() -> tuple[Path, str]:
@@ -118,7 +127,7 @@ def test_codex_resumes_written_session_with_full_history(
     failed = {
         r.result.call_id for r in source.records if r.kind == "tool-result" and r.result.ok is False
     }
-    shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and i["error"]}
+    shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and _says_failed(i["text"])}
     assert failed & {i["call_id"] for i in want if i["kind"] == "tool-result"} <= shown
     # the written file was never touched: the CLI appended to its own copy
     assert trajconv.read("codex", home).id == written.id
@@ -213,7 +222,10 @@ def test_request_items_reads_a_responses_body() -> None:
         "arguments": {"cmd": "ls"},
         "id": "c1",
     }
-    assert [i["error"] for i in items if i["kind"] == "tool-result"] == [True, True, None]
+    results = [i for i in items if i["kind"] == "tool-result"]
+    # the Responses API has no error field: the text alone says a call failed
+    assert [i["error"] for i in results] == [None, None, None]
+    assert [_says_failed(i["text"]) for i in results] == [True, True, False]
     assert items[6]["arguments"] == {"input": "*** Begin Patch"}
     assert items[8]["arguments"] == {"_raw": "{not json"}
 

@@ -452,11 +452,12 @@ def unwrap_user(text: str) -> tuple[str, str | None]:
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Responses request body, as conversation items in order.
 
-    Codex output items have no error flag; ``error`` is read from the exit line its tools
-    print at the head of the output (``Process exited with code N`` / ``Exit code: N``) or
-    the failure head trajconv's writer puts there, else None.
+    Responses output items have no error field, so ``error`` is always None: the output
+    text alone tells the model a call failed (the exit line Codex's tools print at its head,
+    ``Process exited with code N`` / ``Exit code: N``, or the failure head trajconv's writer
+    puts there; :func:`trajconv.codecs.codex.native.output_failed` reads it).
     """
-    from trajconv.codecs.codex.native import output_failed, parse_arguments
+    from trajconv.codecs.codex.native import parse_arguments
 
     items: list[dict[str, Any]] = []
     instructions = body.get("instructions")
@@ -507,7 +508,7 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
                     "kind": "tool-result",
                     "call_id": call_id if isinstance(call_id, str) else None,
                     "text": text,
-                    "error": output_failed(str(kind), text),
+                    "error": None,
                 }
             )
     return items
@@ -532,9 +533,8 @@ def snapshot_items(snapshot: Snapshot) -> list[dict[str, Any]]:
             )
         elif r.kind == "tool-result":
             res = r.result
-            error = None if res.ok is None else not res.ok
             out.append(
-                {"kind": "tool-result", "call_id": res.call_id, "text": res.output, "error": error}
+                {"kind": "tool-result", "call_id": res.call_id, "text": res.output, "error": None}
             )
     return out
 
