@@ -86,7 +86,7 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
     ("user", "missing"): ("untranslated-user", "untranslated-steering"),
     ("user", "context"): ("context-not-projected",),
-    ("context", "missing"): ("context-not-projected",),
+    ("context", "missing"): ("context-not-projected", "untranslated-system"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary",),
     ("tool-call", "missing"): ("untranslated-pending-call",),

@@ -14,7 +14,9 @@ reasoning is ``untranslated-reasoning``; observations; a ``turn_context`` (the C
 model and policies from the user's config on resume). Codex output items carry no status
 field (§4): a result whose exit code or failure is known and not already printed at the head of
 its text gets the header Codex's own tools print (``Process exited with code N`` /
-``Exit code: N``), so the model sees it (``exit-status-in-text``).
+``Exit code: N``), so the model sees it (``exit-status-in-text``); a failure so moved into
+the text is also ``untranslated-tool-status`` (the model gets no status field, such as
+Anthropic's ``is_error``, only the text).
 
 The CLI's SQLite state (``state_5.sqlite``) is left alone: a rollout with no row is found by
 the CLI's filesystem scan (§8). The export's ``prepare.py`` refuses to install when the home
@@ -184,6 +186,8 @@ def plan(
                 text = _with_status(kind, res.output, res.ok, res.exit_code)
                 if text is not None:
                     diags.add("exit-status-in-text", rec.id)
+                    if res.ok is False:  # the failure is in the text, not in a status field
+                        diags.add("untranslated-tool-status", rec.id)
                 item = {"type": kind, "call_id": res.call_id, "output": text or res.output}
                 out.write(_line(time, native.RESPONSE_ITEM, item))
             else:
