@@ -49,6 +49,10 @@ EPOCH = "1970-01-01T00:00:00.000Z"
 USER_CONTEXT = f"{native.RESPONSE_ITEM}:message:user"
 
 
+#: record kinds a rollout line is written for
+_WRITTEN = frozenset({"user", "assistant", "system", "tool-call", "tool-result"})
+
+
 def _line(time: str, kind: str, payload: dict[str, Any]) -> bytes:
     obj = {"timestamp": time, "type": kind, "payload": payload}
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -127,19 +131,26 @@ def plan(
     body_path = spool.new_file("rollout-body.jsonl")
     start = session.created_at
     last = start
-    synthesized = False
     custom: set[str] = set()  # call ids written as custom_tool_call
+    written = last  # the time of the last line written: the re-read's updated_at
     with body_path.open("wb") as out:
         for rec in snapshot.records:
             if rec.time is not None:
                 last = rec.time
                 start = start or rec.time
-            else:
-                synthesized = True  # the line takes the time before it (or the epoch)
             time = rec.time or last or EPOCH
             if rec.id in drop:
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
+            if rec.kind not in _WRITTEN:
+                diags.add(f"untranslated-{rec.kind}", rec.id)
+                continue
+            written = time
+            if rec.time is None:  # the line takes the time before it (or the epoch)
+                diags.add("timestamps-synthesized", rec.id)
+            if rec.kind == "assistant" and rec.model is not None:
+                # no turn_context is written: the CLI uses the configured model
+                diags.add("untranslated-model", rec.id)
             if rec.kind in ("user", "assistant", "system"):
                 role = {"user": "user", "assistant": "assistant", "system": "developer"}[rec.kind]
                 if rec.kind == "system" and rec.evidence.native == USER_CONTEXT:
@@ -186,21 +197,30 @@ def plan(
                 text = _with_status(kind, res.output, res.ok, res.exit_code)
                 if text is not None:
                     diags.add("exit-status-in-text", rec.id)
-                    if res.ok is False:  # the failure is in the text, not in a status field
-                        diags.add("untranslated-tool-status", rec.id)
+                failed = native.output_failed(kind, text or res.output)
+                if res.ok is not None and (
+                    # the status a reader finds in the text is not the recorded one, or a
+                    # failure is in the text only: the model gets no status field
+                    failed is None or failed == res.ok or (text is not None and not res.ok)
+                ):
+                    diags.add("untranslated-tool-status", rec.id)
                 item = {"type": kind, "call_id": res.call_id, "output": text or res.output}
                 out.write(_line(time, native.RESPONSE_ITEM, item))
-            else:
-                diags.add(f"untranslated-{rec.kind}", rec.id)
-    if synthesized or start is None:
-        diags.add("timestamps-synthesized", "rollout line timestamps")
+    if session.created_at is None:
+        diags.add("timestamps-synthesized", "session_meta.timestamp")
     start = start or EPOCH
+    if session.updated_at is None:
+        diags.add("timestamps-synthesized", "updated_at (the last line's time)")
+    elif session.updated_at != (written or start):
+        diags.add("untranslated-time", "updated_at (the last line's time)")
     if session.model is not None:
         diags.add("untranslated-model", "turn_context.model (the CLI uses the configured model)")
     if session.title is not None:
         diags.add("untranslated-title", "the picker shows the first prompt")
+    if session.parent_session_id is not None:
+        diags.add("untranslated-parent-session", "a legacy session_meta has no parent")
 
-    meta = {
+    meta: dict[str, Any] = {
         "id": sid,
         "timestamp": start,
         "cwd": workdir,
@@ -210,6 +230,8 @@ def plan(
         "source": "cli",
         "model_provider": provider,
     }
+    if session.branch is not None:
+        meta["git"] = {"branch": session.branch}
     head = _line(start, native.SESSION_META, meta)
 
     def chunks() -> Iterator[bytes]:
