@@ -183,6 +183,17 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sh", b"lo", flags | iff_up))
 
 
+#: every HTTP(S) request not for the loopback model server goes to a dead loopback port: the
+#: CLI's telemetry export and plugin sync (0.171.0) then fail at once instead of waiting on a
+#: name lookup that cannot succeed in the network namespace (about 5 s at exit, observed)
+DEAD_PROXY = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "ALL_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "127.0.0.1,localhost",
+}
+
+
 def _serve_and_run(job: JsonObj) -> JsonObj:
     """Start the scripted model server, write the loopback config, run each codex argv.
 
@@ -201,7 +212,11 @@ def _serve_and_run(job: JsonObj) -> JsonObj:
         (codex_home / "config.toml").write_text(
             config + str(job.get("extra_config") or ""), encoding="utf-8"
         )
-        extra = {"TRAJCONV_STUB_KEY": "dummy-not-a-key", "CODEX_API_KEY": "dummy-not-a-key"}
+        extra = {
+            "TRAJCONV_STUB_KEY": "dummy-not-a-key",
+            "CODEX_API_KEY": "dummy-not-a-key",
+            **DEAD_PROXY,
+        }
         if job.get("gitconfig"):
             extra["GIT_CONFIG_GLOBAL"] = str(job["gitconfig"])
         env = scratch_env(home, extra)
