@@ -236,3 +236,50 @@ def test_offline_config_points_every_provider_at_loopback() -> None:
     assert "[model_providers" not in builtin
     custom = loader.offline_config("http://127.0.0.1:1/v1", "my-proxy", "m")
     assert '[model_providers."my-proxy"]' in custom and 'wire_api = "responses"' in custom
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+
+
+def test_context_of_the_session_and_of_the_new_turn() -> None:
+    """The session's own ``<environment_context>`` is context the model saw (compared as
+    such); the one the CLI adds before the new prompt belongs to this run (system)."""
+    env = "<environment_context>\n  <cwd>/work/demo</cwd>\n</environment_context>"
+    body = {
+        "input": [
+            _message("developer", "rules"),
+            _message("user", env),
+            _message("user", "first"),
+            _message("assistant", "done"),
+            _message("developer", "rules again"),
+            _message("user", env.replace("/work/demo", "/tmp/x")),
+            _message("user", PROMPT),
+        ]
+    }
+    items = loader.request_items(body)
+    assert [i["kind"] for i in items] == [
+        "system", "user", "user", "assistant", "system", "system", "user",
+    ]  # fmt: skip
+    assert loader.unwrap_user(items[1]["text"]) == ("", env)
+    assert loader.unwrap_user("first") == ("first", None)
+    assert loader.conversation(items) == [
+        {"kind": "user", "text": "first"},
+        {"kind": "assistant", "text": "done"},
+        {"kind": "user", "text": PROMPT},
+    ]
+
+
+def test_the_session_context_goes_back_as_user_role(tmp_path: Path) -> None:
+    """A Codex session's ``<environment_context>`` (a system record of the reader) is written
+    back as the user-role message the CLI sent; other system text as developer text."""
+    source = trajconv.read("codex", FIXTURES / "codex" / "resumed")
+    export = trajconv.write(source, "codex", tmp_path / "out")
+    rollout = next((export.out_dir / "home").rglob("rollout-*.jsonl"))
+    roles = [
+        (p["role"], native.content_text(p["content"], ("input_text",))[0] or "")
+        for p in (json.loads(line)["payload"] for line in rollout.read_text().splitlines())
+        if p.get("type") == "message" and p.get("role") in ("user", "developer")
+    ]
+    assert [r for r, text in roles if text.startswith("<environment_context>")] == ["user"]
+    assert [r for r, text in roles if text.startswith("<skills_instructions>")] == ["developer"]
