@@ -74,8 +74,8 @@ def test_codex_resumes_written_session_with_full_history(
 ) -> None:
     source = trajconv.read(harness, path, session=session)
     # Two cases keep the default provider (Codex's built-in ``openai``, pointed at loopback by
-    # ``openai_base_url``; the CLI first tries a WebSocket there, ~7 s), the others name their
-    # own, which the loopback config then defines.
+    # ``openai_base_url``; the CLI first tries a WebSocket there, gets a 426), the others name
+    # their own, which the loopback config then defines.
     default = case.startswith(("codex/shell-patch", "grok/"))
     provider = None if default else "local-proxy"
     export = trajconv.write(
