@@ -20,10 +20,19 @@ import pytest
 import trajconv
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
+from trajconv.codecs.codex import native
 from trajconv.loaders import codex as loader
 from trajconv.loaders import tools_dir
 
 PROMPT = "Please continue from here."
+
+
+def _says_failed(text: str) -> bool:
+    """The output's head tells the model the call failed (either tool's exit line)."""
+    return any(
+        native.output_failed(kind, text)
+        for kind in ("function_call_output", "custom_tool_call_output")
+    )
 
 
 def _deepagents_source() -> tuple[Path, str]:
@@ -65,8 +74,8 @@ def test_codex_resumes_written_session_with_full_history(
 ) -> None:
     source = trajconv.read(harness, path, session=session)
     # Two cases keep the default provider (Codex's built-in ``openai``, pointed at loopback by
-    # ``openai_base_url``; the CLI first tries a WebSocket there, ~7 s), the others name their
-    # own, which the loopback config then defines.
+    # ``openai_base_url``; the CLI first tries a WebSocket there, gets a 426), the others name
+    # their own, which the loopback config then defines.
     default = case.startswith(("codex/shell-patch", "grok/"))
     provider = None if default else "local-proxy"
     export = trajconv.write(
@@ -118,7 +127,7 @@ def test_codex_resumes_written_session_with_full_history(
     failed = {
         r.result.call_id for r in source.records if r.kind == "tool-result" and r.result.ok is False
     }
-    shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and i["error"]}
+    shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and _says_failed(i["text"])}
     assert failed & {i["call_id"] for i in want if i["kind"] == "tool-result"} <= shown
     # the written file was never touched: the CLI appended to its own copy
     assert trajconv.read("codex", home).id == written.id
@@ -213,7 +222,10 @@ def test_request_items_reads_a_responses_body() -> None:
         "arguments": {"cmd": "ls"},
         "id": "c1",
     }
-    assert [i["error"] for i in items if i["kind"] == "tool-result"] == [True, True, None]
+    results = [i for i in items if i["kind"] == "tool-result"]
+    # the Responses API has no error field: the text alone says a call failed
+    assert [i["error"] for i in results] == [None, None, None]
+    assert [_says_failed(i["text"]) for i in results] == [True, True, False]
     assert items[6]["arguments"] == {"input": "*** Begin Patch"}
     assert items[8]["arguments"] == {"_raw": "{not json"}
 
@@ -224,3 +236,50 @@ def test_offline_config_points_every_provider_at_loopback() -> None:
     assert "[model_providers" not in builtin
     custom = loader.offline_config("http://127.0.0.1:1/v1", "my-proxy", "m")
     assert '[model_providers."my-proxy"]' in custom and 'wire_api = "responses"' in custom
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+
+
+def test_context_of_the_session_and_of_the_new_turn() -> None:
+    """The session's own ``<environment_context>`` is context the model saw (compared as
+    such); the one the CLI adds before the new prompt belongs to this run (system)."""
+    env = "<environment_context>\n  <cwd>/work/demo</cwd>\n</environment_context>"
+    body = {
+        "input": [
+            _message("developer", "rules"),
+            _message("user", env),
+            _message("user", "first"),
+            _message("assistant", "done"),
+            _message("developer", "rules again"),
+            _message("user", env.replace("/work/demo", "/tmp/x")),
+            _message("user", PROMPT),
+        ]
+    }
+    items = loader.request_items(body)
+    assert [i["kind"] for i in items] == [
+        "system", "user", "user", "assistant", "system", "system", "user",
+    ]  # fmt: skip
+    assert loader.unwrap_user(items[1]["text"]) == ("", env)
+    assert loader.unwrap_user("first") == ("first", None)
+    assert loader.conversation(items) == [
+        {"kind": "user", "text": "first"},
+        {"kind": "assistant", "text": "done"},
+        {"kind": "user", "text": PROMPT},
+    ]
+
+
+def test_the_session_context_goes_back_as_user_role(tmp_path: Path) -> None:
+    """A Codex session's ``<environment_context>`` (a system record of the reader) is written
+    back as the user-role message the CLI sent; other system text as developer text."""
+    source = trajconv.read("codex", FIXTURES / "codex" / "resumed")
+    export = trajconv.write(source, "codex", tmp_path / "out")
+    rollout = next((export.out_dir / "home").rglob("rollout-*.jsonl"))
+    roles = [
+        (p["role"], native.content_text(p["content"], ("input_text",))[0] or "")
+        for p in (json.loads(line)["payload"] for line in rollout.read_text().splitlines())
+        if p.get("type") == "message" and p.get("role") in ("user", "developer")
+    ]
+    assert [r for r, text in roles if text.startswith("<environment_context>")] == ["user"]
+    assert [r for r, text in roles if text.startswith("<skills_instructions>")] == ["developer"]

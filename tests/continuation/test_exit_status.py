@@ -15,6 +15,10 @@ def test_each_harness_form_is_recognised() -> None:
     assert exit_code_shown("exit: 2\nls: cannot access\n", 2)  # Grok
     assert exit_code_shown("ls: nope\n<shellId: 0 completed with exit code 2>", 2)  # Copilot
     assert exit_code_shown("nope\n\n[Command failed with exit code 2]", 2)  # Deep Agents
+    codex = "Chunk ID: ab\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nno\n"
+    assert exit_code_shown(codex, 2)  # Codex exec_command
+    assert exit_code_shown("Exit code: 1\nOutput:\nbad\n", 1)  # Codex apply_patch
+    assert not exit_code_shown("ok\nProcess exited with code 2\n", 2)  # not at the head
     assert not exit_code_shown("exit: 0\nok\n", 2)
     assert not exit_code_shown("the exit code was 2", 2)
 

@@ -81,3 +81,20 @@ def test_responses_freeform_tool_call_is_a_custom_tool_call(tmp_path: Path) -> N
         if line.startswith("data: ") and "output_item.done" in line
     ]
     assert [{**d["item"], "id": item["id"]} for d in done] == [item]  # ids count requests
+
+
+def test_a_websocket_upgrade_is_told_to_use_http(tmp_path: Path) -> None:
+    """Codex tries a Responses WebSocket first: a 426 sends it to plain HTTP at once (a 404
+    made 0.171.0 retry five times); any other unknown GET stays a 404."""
+
+    def get(url: str, headers: dict[str, str]) -> int:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10):
+                return 200
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    with ModelServer([{"text": "hi"}], tmp_path / "requests.jsonl") as srv:
+        upgrade = {"Upgrade": "websocket", "Connection": "Upgrade"}
+        assert get(f"{srv.base_url}/responses", upgrade) == 426
+        assert get(f"{srv.base_url}/responses", {}) == 404

@@ -326,13 +326,20 @@ def continuity(snapshot: Snapshot) -> Continuity:
     return found
 
 
+#: Codex's heads: ``exec_command`` output's ``Process exited with code N`` after up to four
+#: ``Name: value`` lines (``Chunk ID``, ``Wall time``), ``apply_patch``'s ``Exit code: N``
+CODEX_EXEC_EXIT = re.compile(r"^(?:[A-Za-z ]+: [^\n]*\n){0,4}?Process exited with code (-?\d+)\n")
+CODEX_PATCH_EXIT = re.compile(r"^Exit code: (-?\d+)\n")
 #: how the harnesses here show a command's exit status to the model inside a result's text:
 #: Grok's first line ``exit: N``, Copilot's ``<shellId: … exit code N>``, Deep Agents'
-#: closing ``[Command succeeded|failed with exit code N]`` (each seen in recorded requests)
+#: closing ``[Command succeeded|failed with exit code N]``, Codex's heads (each seen in
+#: recorded requests)
 _EXIT_SHOWN = (
     re.compile(r"\Aexit: (-?\d+)\n"),
     re.compile(r"<shellId: [^>]* exit code (-?\d+)>\s*\Z"),
     re.compile(r"\[Command (?:succeeded|failed) with exit code (-?\d+)\]\s*\Z"),
+    CODEX_EXEC_EXIT,
+    CODEX_PATCH_EXIT,
 )
 
 

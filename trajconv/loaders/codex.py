@@ -149,8 +149,8 @@ def offline_config(base_url: str, provider: str = PROVIDER_ID, model: str = STUB
 
     ``provider`` is the id the session's ``session_meta.model_provider`` names (the CLI
     refuses to resume under another): a ``[model_providers.<id>]`` entry, or for the built-in
-    ``openai`` its ``openai_base_url`` (the CLI then tries a WebSocket first and falls back
-    to HTTPS on the server's 404, observed with 0.171.0).
+    ``openai`` its ``openai_base_url`` (the CLI then tries a WebSocket first: the server's 426
+    makes it use HTTPS at once, where a 404 cost five reconnects, ~7 s; observed with 0.171.0).
     """
     q = json.dumps  # TOML basic strings accept JSON string escapes for these values
     lines = [f"model = {q(model)}", f"model_provider = {q(provider)}"]
@@ -183,6 +183,17 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sh", b"lo", flags | iff_up))
 
 
+#: every HTTP(S) request not for the loopback model server goes to a dead loopback port: the
+#: CLI's telemetry export and plugin sync (0.171.0) then fail at once instead of waiting on a
+#: name lookup that cannot succeed in the network namespace (about 5 s at exit, observed)
+DEAD_PROXY = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "ALL_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "127.0.0.1,localhost",
+}
+
+
 def _serve_and_run(job: JsonObj) -> JsonObj:
     """Start the scripted model server, write the loopback config, run each codex argv.
 
@@ -201,7 +212,11 @@ def _serve_and_run(job: JsonObj) -> JsonObj:
         (codex_home / "config.toml").write_text(
             config + str(job.get("extra_config") or ""), encoding="utf-8"
         )
-        extra = {"TRAJCONV_STUB_KEY": "dummy-not-a-key", "CODEX_API_KEY": "dummy-not-a-key"}
+        extra = {
+            "TRAJCONV_STUB_KEY": "dummy-not-a-key",
+            "CODEX_API_KEY": "dummy-not-a-key",
+            **DEAD_PROXY,
+        }
         if job.get("gitconfig"):
             extra["GIT_CONFIG_GLOBAL"] = str(job["gitconfig"])
         env = scratch_env(home, extra)
@@ -452,11 +467,12 @@ def unwrap_user(text: str) -> tuple[str, str | None]:
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Responses request body, as conversation items in order.
 
-    Codex output items have no error flag; ``error`` is read from the exit line its tools
-    print at the head of the output (``Process exited with code N`` / ``Exit code: N``) or
-    the failure head trajconv's writer puts there, else None.
+    Responses output items have no error field, so ``error`` is always None: the output
+    text alone tells the model a call failed (the exit line Codex's tools print at its head,
+    ``Process exited with code N`` / ``Exit code: N``, or the failure head trajconv's writer
+    puts there; :func:`trajconv.codecs.codex.native.output_failed` reads it).
     """
-    from trajconv.codecs.codex.native import output_failed, parse_arguments
+    from trajconv.codecs.codex.native import parse_arguments
 
     items: list[dict[str, Any]] = []
     instructions = body.get("instructions")
@@ -507,7 +523,7 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
                     "kind": "tool-result",
                     "call_id": call_id if isinstance(call_id, str) else None,
                     "text": text,
-                    "error": output_failed(str(kind), text),
+                    "error": None,
                 }
             )
     return items
@@ -532,9 +548,8 @@ def snapshot_items(snapshot: Snapshot) -> list[dict[str, Any]]:
             )
         elif r.kind == "tool-result":
             res = r.result
-            error = None if res.ok is None else not res.ok
             out.append(
-                {"kind": "tool-result", "call_id": res.call_id, "text": res.output, "error": error}
+                {"kind": "tool-result", "call_id": res.call_id, "text": res.output, "error": None}
             )
     return out
 

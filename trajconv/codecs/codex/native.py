@@ -8,8 +8,9 @@ paginated shape).
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from trajconv.codecs.base import CODEX_EXEC_EXIT, CODEX_PATCH_EXIT
 
 SESSION_META = "session_meta"
 RESPONSE_ITEM = "response_item"
@@ -41,9 +42,6 @@ HARNESS_TAGS = (
     "<permissions instructions>",
     "<skills_instructions>",
 )
-
-_EXEC_EXIT = re.compile(r"^(?:[A-Za-z ]+: [^\n]*\n){0,4}?Process exited with code (-?\d+)\n")
-_PATCH_EXIT = re.compile(r"^Exit code: (-?\d+)\n")
 
 
 def content_text(content: Any, kinds: tuple[str, ...]) -> tuple[str | None, int]:
@@ -95,7 +93,7 @@ def exit_code_from_output(kind: str, text: str) -> int | None:
     ``Process exited with code N``; ``apply_patch`` output starts with ``Exit code: N``
     (both observed with 0.171.0). Nothing else is read from output text.
     """
-    m = (_EXEC_EXIT if kind == "function_call_output" else _PATCH_EXIT).match(text)
+    m = (CODEX_EXEC_EXIT if kind == "function_call_output" else CODEX_PATCH_EXIT).match(text)
     return int(m.group(1)) if m else None
 
 

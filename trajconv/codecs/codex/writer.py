@@ -14,7 +14,9 @@ reasoning is ``untranslated-reasoning``; observations; a ``turn_context`` (the C
 model and policies from the user's config on resume). Codex output items carry no status
 field (§4): a result whose exit code or failure is known and not already printed at the head of
 its text gets the header Codex's own tools print (``Process exited with code N`` /
-``Exit code: N``), so the model sees it (``exit-status-in-text``).
+``Exit code: N``), so the model sees it (``exit-status-in-text``); a failure so moved into
+the text is also ``untranslated-tool-status`` (the model gets no status field, such as
+Anthropic's ``is_error``, only the text).
 
 The CLI's SQLite state (``state_5.sqlite``) is left alone: a rollout with no row is found by
 the CLI's filesystem scan (§8). The export's ``prepare.py`` refuses to install when the home
@@ -45,6 +47,10 @@ ORIGINATOR = "trajconv"
 EPOCH = "1970-01-01T00:00:00.000Z"
 #: ``evidence.native`` of a system record the reader made of a user-role context message
 USER_CONTEXT = f"{native.RESPONSE_ITEM}:message:user"
+
+
+#: record kinds a rollout line is written for
+_WRITTEN = frozenset({"user", "assistant", "system", "tool-call", "tool-result"})
 
 
 def _line(time: str, kind: str, payload: dict[str, Any]) -> bytes:
@@ -125,19 +131,26 @@ def plan(
     body_path = spool.new_file("rollout-body.jsonl")
     start = session.created_at
     last = start
-    synthesized = False
     custom: set[str] = set()  # call ids written as custom_tool_call
+    written = last  # the time of the last line written: the re-read's updated_at
     with body_path.open("wb") as out:
         for rec in snapshot.records:
             if rec.time is not None:
                 last = rec.time
                 start = start or rec.time
-            else:
-                synthesized = True  # the line takes the time before it (or the epoch)
             time = rec.time or last or EPOCH
             if rec.id in drop:
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
+            if rec.kind not in _WRITTEN:
+                diags.add(f"untranslated-{rec.kind}", rec.id)
+                continue
+            written = time
+            if rec.time is None:  # the line takes the time before it (or the epoch)
+                diags.add("timestamps-synthesized", rec.id)
+            if rec.kind == "assistant" and rec.model is not None:
+                # no turn_context is written: the CLI uses the configured model
+                diags.add("untranslated-model", rec.id)
             if rec.kind in ("user", "assistant", "system"):
                 role = {"user": "user", "assistant": "assistant", "system": "developer"}[rec.kind]
                 if rec.kind == "system" and rec.evidence.native == USER_CONTEXT:
@@ -184,19 +197,30 @@ def plan(
                 text = _with_status(kind, res.output, res.ok, res.exit_code)
                 if text is not None:
                     diags.add("exit-status-in-text", rec.id)
+                failed = native.output_failed(kind, text or res.output)
+                if res.ok is not None and (
+                    # the status a reader finds in the text is not the recorded one, or a
+                    # failure is in the text only: the model gets no status field
+                    failed is None or failed == res.ok or (text is not None and not res.ok)
+                ):
+                    diags.add("untranslated-tool-status", rec.id)
                 item = {"type": kind, "call_id": res.call_id, "output": text or res.output}
                 out.write(_line(time, native.RESPONSE_ITEM, item))
-            else:
-                diags.add(f"untranslated-{rec.kind}", rec.id)
-    if synthesized or start is None:
-        diags.add("timestamps-synthesized", "rollout line timestamps")
+    if session.created_at is None:
+        diags.add("timestamps-synthesized", "session_meta.timestamp")
     start = start or EPOCH
+    if session.updated_at is None:
+        diags.add("timestamps-synthesized", "updated_at (the last line's time)")
+    elif session.updated_at != (written or start):
+        diags.add("untranslated-time", "updated_at (the last line's time)")
     if session.model is not None:
         diags.add("untranslated-model", "turn_context.model (the CLI uses the configured model)")
     if session.title is not None:
         diags.add("untranslated-title", "the picker shows the first prompt")
+    if session.parent_session_id is not None:
+        diags.add("untranslated-parent-session", "a legacy session_meta has no parent")
 
-    meta = {
+    meta: dict[str, Any] = {
         "id": sid,
         "timestamp": start,
         "cwd": workdir,
@@ -206,6 +230,8 @@ def plan(
         "source": "cli",
         "model_provider": provider,
     }
+    if session.branch is not None:
+        meta["git"] = {"branch": session.branch}
     head = _line(start, native.SESSION_META, meta)
 
     def chunks() -> Iterator[bytes]:
