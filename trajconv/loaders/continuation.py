@@ -21,7 +21,8 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``NEEDS_PROJECT_DIR``: ``True`` when the CLI only resumes a session from inside its existing
   project folder (then the pair check writes the session for a scratch folder, ``--cwd``);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
-  to the model (then reasoning is not compared for that target; default ``True``);
+  to the model (then reasoning is not compared for that target, nor for that source: its
+  baseline has none; default ``True``);
 * ``unwrap_user(text) -> (core, context)``: split the harness's own wrapping off a user message
   as its requests show it: ``core`` is what the user typed, ``context`` the information the
   harness added (a date, workspace facts) or None. A message that is all context (an injected
@@ -612,6 +613,10 @@ def compare(
     got, found = conversation(_unwrapped(target, target_items), prompt)
     if not replays_reasoning(target):
         base = [i for i in base if i.get("kind") != "reasoning"]
+    if not replays_reasoning(source):
+        # the source's CLI never showed its model the session's reasoning, so its baseline
+        # has none to hold a target's to (the reasoning is the session's own, not invented)
+        got = [i for i in got if i.get("kind") != "reasoning"]
     diffs: list[Difference] = []
     same = 0
     matcher = difflib.SequenceMatcher(
