@@ -13,8 +13,8 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``install_export(export_dir, home)``: install an export into a scratch home (default: run the
   export's ``prepare.py --home HOME`` with this Python);
 * ``install_fixture(case_dir, home)``: place an original fixture session into a scratch home
-  (only needed to record a baseline); with ``NEEDS_PROJECT_DIR``
-  ``install_fixture(case_dir, home, project)`` installs it for the scratch folder ``project``;
+  (only needed to record a baseline); with ``NEEDS_PROJECT_DIR``, ``install_fixture(case_dir,
+  home, cwd)`` places it for the scratch project folder ``cwd``;
 * ``CONTINUATION_CASE = (case, session id or None)``: the fixture session
   (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source
   (this module's ``CASES`` names those of grok, copilot and deepagents);
@@ -88,7 +88,7 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
     ("user", "missing"): ("untranslated-user", "untranslated-steering"),
     ("user", "context"): ("context-not-projected",),
-    ("context", "missing"): ("context-not-projected",),
+    ("context", "missing"): ("context-not-projected", "untranslated-system"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary",),
     ("tool-call", "missing"): ("untranslated-pending-call",),
@@ -389,12 +389,10 @@ def record_baseline(harness: str, tools: Path | None = None) -> Path:
         work.mkdir()
         run_cwd = cwd
         if getattr(mod, "NEEDS_PROJECT_DIR", False):
-            # the recorded project folder is not on this machine: the fixture is installed
-            # for a scratch one (``install_fixture(case_dir, home, project)``)
-            project = Path(tmp) / "project"
-            project.mkdir()
-            mod.install_fixture(case_dir, home, project)
-            run_cwd = str(project)
+            # the fixture's project folder is not on this machine: it is placed for a scratch one
+            run_cwd = str(Path(tmp) / "project")
+            Path(run_cwd).mkdir()
+            mod.install_fixture(case_dir, home, run_cwd)
         else:
             mod.install_fixture(case_dir, home)
         bodies: list[JsonObj] = mod.continue_session(exe, home, session_id, run_cwd, PROMPT, work)
