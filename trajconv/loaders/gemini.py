@@ -227,23 +227,19 @@ def _response_text(response: Any) -> tuple[str, bool | None]:
     return json.dumps(response, ensure_ascii=False), None
 
 
-def stored_call_id(part: dict[str, Any]) -> str | None:
-    """The id the CLI stores for a ``functionCall`` / ``functionResponse`` it sent.
-
-    0.61.0 records every call id as ``<tool name>__<id>`` and sends it without that prefix
-    (``stripToolCallIdPrefixes``); the prefix is put back here."""
-    sent, name = part.get("id"), str(part.get("name") or "").strip() or "generic_tool"
-    if not isinstance(sent, str):
-        return None
-    return sent if sent.startswith(f"{name}__") else f"{name}__{sent}"
+def sent_call_id(call_id: str, name: str) -> str:
+    """The id the CLI sends the model for a stored call id: 0.61.0 records the calls it makes
+    as ``<tool name>__<id>`` and sends them without that prefix (``stripToolCallIdPrefixes``)."""
+    prefix = f"{name.strip() or 'generic_tool'}__"
+    return call_id[len(prefix) :] if call_id.startswith(prefix) else call_id
 
 
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Gemini request body, as conversation items in order.
 
     ``systemInstruction`` and the CLI's own user-role text (:data:`CLI_CONTEXT`) are
-    ``system`` items; ``thought: true`` parts are ``reasoning``. Call ids are given as the CLI
-    stores them (:func:`stored_call_id`), so they name the session's calls.
+    ``system`` items; ``thought: true`` parts are ``reasoning``; call ids as sent
+    (:func:`sent_call_id`).
     """
     items: list[dict[str, Any]] = []
     system = body.get("systemInstruction")
@@ -280,7 +276,7 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
                         "kind": "tool-call",
                         "name": str(call.get("name", "")),
                         "arguments": args if args is not None else {},
-                        "id": stored_call_id(call),
+                        "id": call.get("id") if isinstance(call.get("id"), str) else None,
                     }
                 )
             elif isinstance(part.get("functionResponse"), dict):
@@ -289,7 +285,7 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
                 items.append(
                     {
                         "kind": "tool-result",
-                        "call_id": stored_call_id(resp),
+                        "call_id": resp.get("id") if isinstance(resp.get("id"), str) else None,
                         "text": text,
                         "error": error,
                     }
