@@ -82,6 +82,18 @@ def test_missing_reasoning_needs_its_code() -> None:
     assert named.named_codes() == {"untranslated-reasoning": 1}
 
 
+def test_reasoning_is_compared_only_where_both_harnesses_replay_it() -> None:
+    """Copilot sends no reasoning of its own sessions: a Copilot baseline has none, so a
+    target's replayed reasoning is not an extra item, and a Copilot target need show none."""
+    with_reasoning = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
+    without = {k: v for k, v in CALL.items() if k != "reasoning_content"}
+    plain = cont.openai_items(chat(user("hi"), without, RESULT, user(PROMPT)))
+    assert cont.compare("copilot", "grok", plain, with_reasoning, {}).ok
+    assert cont.compare("grok", "copilot", with_reasoning, plain, {}).ok
+    extra = cont.compare("grok", "grok", plain, with_reasoning, {})
+    assert [(d.kind, d.what) for d in extra.unexplained] == [("reasoning", "extra")]
+
+
 def test_extra_and_changed_items_are_never_free() -> None:
     base = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
     changed = {**RESULT, "content": '{"raw": "a.txt"}'}

@@ -11,6 +11,7 @@ import pytest
 
 import trajconv
 from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, merged_projection
+from trajconv.codecs import registry
 from trajconv.codecs.base import continuity
 from trajconv.codecs.gemini import layout
 from trajconv.codecs.jsonl import count_units
@@ -348,3 +349,31 @@ def test_recorded_compression_keeps_the_summary_and_the_kept_turns(tmp_path: Pat
     # written back as the user message the CLI replays (the old session context is not)
     assert [r.text for r in again.records if r.kind == "system"] == [systems[1]]
     assert [r.text for r in again.records if r.kind == "user"] == ["Now list the folder."]
+
+
+def test_the_writer_names_every_session_and_record_fact_it_changes(tmp_path: Path) -> None:
+    """A session with a branch and a parent, untimed records, answers without a model and an
+    answer of another model joined into one message: each change the re-read shows is named
+    (the fact check of ``tests/core/test_fact_conservation.py``)."""
+    from tests.core.test_fact_conservation import fact_losses
+    from trajconv.parity import _reread
+    from trajconv.snapshot.models import Snapshot
+
+    data = json.loads(io.dumps(trajconv.read("gemini", _by_case("recorded-tool-failures"))))
+    data["session"].update(branch="main", parent_session_id="p-1", created_at=None)
+    records = data["records"]
+    answers = [r for r in records if r["kind"] in ("assistant", "reasoning")]
+    answers[0]["model"], answers[1]["model"] = "other-model", None
+    for rec in records[2:5]:
+        rec["time"] = None
+    call = next(r for r in records if r["kind"] == "tool-call")
+    call["time"] = "2026-12-01T18:56:59.000Z"  # after the text that opens its message
+    snap = Snapshot.model_validate(data)
+    export = trajconv.write(snap, "gemini", tmp_path / "out", allow_lossy=True)
+    need, seen = fact_losses(snap, _reread(registry.get("gemini"), export.out_dir, snap.session.id))
+    assert {"untranslated-branch", "untranslated-parent-session", "untranslated-time"} <= set(
+        need
+    ), seen
+    assert {"timestamps-synthesized", "untranslated-model"} & set(need), seen
+    got = {d.code: d.count for d in export.diagnostics}
+    assert all(got.get(code, 0) >= n for code, n in need.items()), (need, got, seen)

@@ -21,7 +21,10 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``NEEDS_PROJECT_DIR``: ``True`` when the CLI only resumes a session from inside its existing
   project folder (then the pair check writes the session for a scratch folder, ``--cwd``);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
-  to the model (then reasoning is not compared for that target; default ``True``);
+  to the model (then reasoning is not compared for that target, nor for that source: its
+  baseline has none; default ``True``);
+* ``sent_call_id(call_id, tool_name) -> str``: the id the CLI sends the model for a stored
+  call id, when it differs (Gemini CLI strips its ``<tool>__`` prefix); default: the same;
 * ``unwrap_user(text) -> (core, context)``: split the harness's own wrapping off a user message
   as its requests show it: ``core`` is what the user typed, ``context`` the information the
   harness added (a date, workspace facts) or None. A message that is all context (an injected
@@ -612,6 +615,10 @@ def compare(
     got, found = conversation(_unwrapped(target, target_items), prompt)
     if not replays_reasoning(target):
         base = [i for i in base if i.get("kind") != "reasoning"]
+    if not replays_reasoning(source):
+        # the source's CLI never showed its model the session's reasoning, so its baseline
+        # has none to hold a target's to (the reasoning is the session's own, not invented)
+        got = [i for i in got if i.get("kind") != "reasoning"]
     diffs: list[Difference] = []
     same = 0
     matcher = difflib.SequenceMatcher(
@@ -655,7 +662,7 @@ def check_pair(
 ) -> tuple[Comparison, list[Item]]:
     """Convert ``source``'s continuation fixture to ``target``, continue it, compare."""
     from trajconv import api
-    from trajconv.snapshot.models import ToolResultRecord
+    from trajconv.snapshot.models import ToolCallRecord, ToolResultRecord
 
     base = load_baseline(source)
     snap = read_fixture(source)
@@ -677,8 +684,10 @@ def check_pair(
             target, export.out_dir, export.session_id, cwd, tools=tools
         )
     base_items: list[Item] = _module(source).request_items(base["request"])
+    sent = getattr(_module(source), "sent_call_id", lambda call_id, _name: call_id)
+    names = {r.call.id: r.call.name for r in snap.records if isinstance(r, ToolCallRecord)}
     failed = frozenset(
-        r.result.call_id
+        sent(r.result.call_id, names.get(r.result.call_id, ""))
         for r in snap.records
         if isinstance(r, ToolResultRecord) and r.result.ok is False
     )

@@ -212,10 +212,13 @@ def continue_session(
 
 
 def _response_text(response: Any) -> tuple[str, bool | None]:
-    """A ``functionResponse.response`` as the text the model reads and whether it is an error."""
+    """A ``functionResponse.response`` as the text the model reads and whether it is marked an
+    error: ``True`` for an ``error`` key, else ``None``: an ``output`` is no success flag (the
+    CLI sends a failing shell command's as ``output``; its text speaks, as a Chat Completions
+    tool message's does)."""
     if isinstance(response, dict):
         if isinstance(response.get("output"), str) and len(response) == 1:
-            return response["output"], False
+            return response["output"], None
         if isinstance(response.get("error"), str) and len(response) == 1:
             return response["error"], True
         return json.dumps(response, ensure_ascii=False, sort_keys=True), (
@@ -224,11 +227,19 @@ def _response_text(response: Any) -> tuple[str, bool | None]:
     return json.dumps(response, ensure_ascii=False), None
 
 
+def sent_call_id(call_id: str, name: str) -> str:
+    """The id the CLI sends the model for a stored call id: 0.61.0 records the calls it makes
+    as ``<tool name>__<id>`` and sends them without that prefix (``stripToolCallIdPrefixes``)."""
+    prefix = f"{name.strip() or 'generic_tool'}__"
+    return call_id[len(prefix) :] if call_id.startswith(prefix) else call_id
+
+
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Gemini request body, as conversation items in order.
 
     ``systemInstruction`` and the CLI's own user-role text (:data:`CLI_CONTEXT`) are
-    ``system`` items; ``thought: true`` parts are ``reasoning``.
+    ``system`` items; ``thought: true`` parts are ``reasoning``; call ids as sent
+    (:func:`sent_call_id`).
     """
     items: list[dict[str, Any]] = []
     system = body.get("systemInstruction")
@@ -330,7 +341,7 @@ def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         elif it["kind"] == "tool-call":
             out.append(("tool-call", it["name"], it["arguments"]))
         elif it["kind"] == "tool-result":
-            out.append(("tool-result", it["text"], it["error"]))
+            out.append(("tool-result", it["text"], bool(it["error"])))
     return out
 
 
@@ -345,16 +356,16 @@ CONTINUATION_CASE = ("recorded-tool-failures", None)
 #: up among the sessions of the current directory's project)
 NEEDS_PROJECT_DIR = True
 
-#: 0.61.0 sends no thoughts of its own sessions back to the model on resume
-#: (``convertSessionToClientHistory`` replays ``content`` and ``toolCalls`` only; the
-#: recorded-resume fixture's resumed request carries no ``thought`` part)
+#: 0.61.0 sends no thoughts of its own sessions back to the model on resume: the resumed
+#: history holds them as ``thought`` parts, but ``getHistoryTurns`` strips them for Gemini 2
+#: and later models (``stripThoughts2``; the stored baseline's request carries none)
 REPLAYS_REASONING = False
 
 
 def install_fixture(case_dir: Path, home: Path, project: Path) -> None:
     """Place a recorded fixture (a user home holding ``.gemini/`` with one project) into
-    ``home``, its project marker pointed at the scratch ``project`` folder (the recorded cwd
-    does not exist here; the CLI finds a project by its marker)."""
+    ``home``, its project marker pointed at the scratch project folder ``project`` (the recorded
+    one does not exist here; the CLI finds a project by its marker)."""
     shutil.copytree(case_dir / ".gemini", home / ".gemini", symlinks=True)
     markers = list((home / ".gemini" / "tmp").glob("*/.project_root"))
     if len(markers) != 1:

@@ -30,13 +30,14 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
+    name_joined_models,
     safe_component,
 )
 from trajconv.codecs.gemini import layout
 from trajconv.codecs.gemini.reader import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Snapshot, ToolResult
+from trajconv.snapshot.models import Record, Snapshot, ToolResult
 from trajconv.snapshot.spool import Blob, Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
@@ -99,6 +100,15 @@ class _Messages:
         msg, self.open = self.open, None
         if msg is None:
             return
+        # one model per message: the first of its answers' own, else the session's
+        parts: list[tuple[str, str | None]] = msg.pop("_models")
+        model = next((m for _rid, m in parts if m), None) or self.model
+        name_joined_models(self.diags, model, parts)
+        if model:
+            msg["model"] = model
+        else:
+            del msg["model"]
+        del msg["_timed_by"]
         pending = [c for c in msg.get("toolCalls", []) if "status" not in c]
         for call in pending:
             self.diags.add("untranslated-pending-call", call.pop("_rid"))
@@ -122,9 +132,13 @@ class _Messages:
         self.count += 1
         self.prompts += 1
 
-    def gemini(self, seq: int, time: str, model: str | None, *, after: str) -> dict[str, Any]:
+    def gemini(self, rec: Record, time: str, *, after: str) -> dict[str, Any]:
         """The open ``gemini`` message, or a new one when ``after`` (what comes) cannot
-        follow what it holds: thoughts come first, results close the calls."""
+        follow what it holds: thoughts come first, results close the calls.
+
+        A thought keeps its own time; text and calls read back with the message's
+        ``timestamp`` (the first one's time): a later one of another time is named, as is an
+        answer's model the message's model replaces (:meth:`close`)."""
         msg = self.open
         if msg is not None:
             has_results = any("status" in c for c in msg.get("toolCalls", []))
@@ -138,15 +152,23 @@ class _Messages:
                 msg = None
         if msg is None:
             msg = {
-                "id": self.mid(seq),
+                "id": self.mid(rec.seq),
                 "timestamp": time,
                 "type": "gemini",
                 "content": "",
                 "thoughts": [],
+                "model": None,  # set when the message closes
+                "_models": [],
+                "_timed_by": after,
             }
-            if model or self.model:
-                msg["model"] = model or self.model
             self.open = msg
+        if after != "reasoning":
+            if msg["_timed_by"] == "reasoning":
+                msg["timestamp"], msg["_timed_by"] = time, after
+            elif rec.time is not None and rec.time != msg["timestamp"]:
+                self.diags.add("untranslated-time", rec.id)
+        if rec.kind in ("assistant", "reasoning"):
+            msg["_models"].append((rec.id, getattr(rec, "model", None)))
         return msg
 
 
@@ -169,7 +191,6 @@ def plan(
     body_path = spool.new_file("messages.jsonl")
     first_time: str | None = None
     last_time: str | None = None
-    synthesized = False
     with body_path.open("wb") as out:
         msgs = _Messages(out, snapshot.id, diags, session.model)
         for rec in snapshot.records:
@@ -178,7 +199,7 @@ def plan(
                 last_time = rec.time
             time = rec.time or last_time or session.created_at
             if time is None:
-                time, synthesized = EPOCH, True
+                time = EPOCH
             if rec.id in drop:
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
@@ -188,13 +209,13 @@ def plan(
                 # a compression summary: the CLI keeps it as a user message the model reads
                 msgs.user(rec.seq, rec.text, time)
             elif rec.kind == "reasoning":
-                msg = msgs.gemini(rec.seq, time, rec.model, after="reasoning")
+                msg = msgs.gemini(rec, time, after="reasoning")
                 msg["thoughts"].append(thought(rec.text, time))
             elif rec.kind == "assistant":
-                msg = msgs.gemini(rec.seq, time, rec.model, after="text")
+                msg = msgs.gemini(rec, time, after="text")
                 msg["content"] = rec.text
             elif rec.kind == "tool-call":
-                msg = msgs.gemini(rec.seq, time, None, after="call")
+                msg = msgs.gemini(rec, time, after="call")
                 call: dict[str, Any] = {
                     "id": rec.call.id,
                     "name": rec.call.name,
@@ -232,13 +253,23 @@ def plan(
                 called["timestamp"] = time
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
+                continue
+            if rec.time is None:  # written with the time before it (the format needs one)
+                diags.add("timestamps-synthesized", rec.id)
         msgs.close()
-    if synthesized or (session.created_at is None and first_time is None):
-        diags.add("timestamps-synthesized", "session file times")
+    # the metadata line needs both times: from the records, else the epoch
+    untimed = [f for f in ("created_at", "updated_at") if getattr(session, f) is None]
+    if untimed:
+        diags.add("timestamps-synthesized", "session " + ", ".join(untimed), count=len(untimed))
     if msgs.count:
         diags.add("ids-derived", "message ids", count=1)
     if session.title is None:
         diags.add("title-missing", "summary")
+    if session.branch:
+        diags.add("untranslated-branch", "session branch")
+    if session.parent_session_id:
+        # written as a main session of the project (a subagent's file would not list)
+        diags.add("untranslated-parent-session", "session parent")
     started = session.created_at or first_time or EPOCH
     updated = session.updated_at or last_time or started
     meta: dict[str, Any] = {
