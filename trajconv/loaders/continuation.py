@@ -13,7 +13,8 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``install_export(export_dir, home)``: install an export into a scratch home (default: run the
   export's ``prepare.py --home HOME`` with this Python);
 * ``install_fixture(case_dir, home)``: place an original fixture session into a scratch home
-  (only needed to record a baseline);
+  (only needed to record a baseline); with ``NEEDS_PROJECT_DIR``, ``install_fixture(case_dir,
+  home, cwd)`` places it for the scratch project folder ``cwd``;
 * ``CONTINUATION_CASE = (case, session id or None)``: the fixture session
   (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source
   (this module's ``CASES`` names those of grok, copilot and deepagents);
@@ -385,8 +386,15 @@ def record_baseline(harness: str, tools: Path | None = None) -> Path:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         home.mkdir()
         work.mkdir()
-        mod.install_fixture(case_dir, home)
-        bodies: list[JsonObj] = mod.continue_session(exe, home, session_id, cwd, PROMPT, work)
+        run_cwd = cwd
+        if getattr(mod, "NEEDS_PROJECT_DIR", False):
+            # the fixture's project folder is not on this machine: it is placed for a scratch one
+            run_cwd = str(Path(tmp) / "project")
+            Path(run_cwd).mkdir()
+            mod.install_fixture(case_dir, home, run_cwd)
+        else:
+            mod.install_fixture(case_dir, home)
+        bodies: list[JsonObj] = mod.continue_session(exe, home, session_id, run_cwd, PROMPT, work)
     if not bodies:
         raise ContinuationError(f"{harness}/{case}: the continued turn made no model request")
     doc = {
