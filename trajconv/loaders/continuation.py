@@ -40,7 +40,8 @@ occurrence names one difference); otherwise it is *unexplained*, which the CI te
 ``parity --check`` reject. Extra items are never named: nothing may be invented. A reasoning
 item that the target sends as assistant text (its writer said ``reasoning-as-text``: OpenCode
 replays reasoning as reasoning only to the model that wrote it) is compared as that text,
-joined with the assistant text right after it, and is one named difference.
+joined with the assistant text right after it, and is one named difference; where the source's
+model was not sent its reasoning again, the code names an assistant text the reasoning joined.
 """
 
 from __future__ import annotations
@@ -90,9 +91,9 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
     ("user", "missing"): ("untranslated-user", "untranslated-steering"),
     ("user", "context"): ("context-not-projected",),
-    ("context", "missing"): ("context-not-projected",),
+    ("context", "missing"): ("context-not-projected", "untranslated-system", "system-not-sent"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
-    ("assistant", "text"): ("untranslated-message-boundary",),
+    ("assistant", "text"): ("untranslated-message-boundary", "reasoning-as-text"),
     ("tool-call", "missing"): ("untranslated-pending-call",),
     ("tool-result", "missing"): ("untranslated-orphan-result", "repeated-result-replayed"),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
@@ -635,7 +636,8 @@ def compare(
     if not replays_reasoning(target):
         base = [i for i in base if i.get("kind") != "reasoning"]
     total = len(base)
-    base, diffs = _reasoning_as_text(base, codes.get("reasoning-as-text", 0))
+    base, shown = _reasoning_as_text(base, codes.get("reasoning-as-text", 0))
+    diffs: list[Difference] = list(shown)
     same = 0
     matcher = difflib.SequenceMatcher(
         a=[_key(i) for i in base], b=[_key(i) for i in got], autojunk=False
@@ -660,6 +662,7 @@ def compare(
             )
         diffs.extend(Difference(str(got[j].get("kind")), "extra", None, got[j]) for j in pending)
     budget = dict(codes)
+    budget["reasoning-as-text"] = budget.get("reasoning-as-text", 0) - len(shown)
     for d in diffs:
         if d.named_by:
             continue

@@ -29,7 +29,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    dropped_code,
+    exit_code_shown,
+)
 from trajconv.codecs.opencode.layout import DOCUMENT
 from trajconv.codecs.opencode.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -107,6 +113,7 @@ class _Lowerer:
         self.cwd = cwd
         self.out = out
         self.source = snapshot.source.harness
+        self.foreign = self.source != HARNESS  # an OpenCode source's text is what it sent
         self.count = 0
         self.time = 0
         self.default_model = split_model(snapshot.session.model, self.source)
@@ -289,8 +296,15 @@ class _Lowerer:
         times = {"start": state["time"]["start"], "end": max(end, state["time"]["start"])}
         self._record_time(time, times["end"])
         meta: JsonObj = {}
+        if self.foreign and ok is False:
+            # kept as the `error` state, but OpenCode sends its model (Chat Completions) the
+            # text alone: a model that saw an error flag (is_error) is not sent one here
+            self.d.add("untranslated-tool-status", rid)
         if exit_code is not None and (exit_code == 0) != (ok is False):
             meta["exit"] = exit_code
+            if self.foreign and not exit_code_shown(output, exit_code):
+                # kept in metadata.exit, which OpenCode does not send its model
+                self.d.add("untranslated-exit-code", rid)
         elif exit_code is not None:
             # OpenCode reads a non-zero exit as a failure: a success that exited non-zero
             # (or a failure that exited 0) keeps its status and loses the code
@@ -361,7 +375,6 @@ def plan(
 
     spool = Spool()
     messages = spool.new_file("messages.json")
-    foreign = snapshot.source.harness != HARNESS
     with messages.open("w", encoding="utf-8") as out:
         low = _Lowerer(snapshot, diags, ids, sid, workdir, out)
         low.time = base
@@ -373,7 +386,7 @@ def plan(
                 low.user(rec.text, rec.time)
             elif rec.kind in ("assistant", "reasoning"):
                 low.text(rec.kind, rec.text, rec.time, rec.model)
-                if rec.kind == "reasoning" and foreign and rec.text.strip():
+                if rec.kind == "reasoning" and low.foreign and rec.text.strip():
                     # OpenCode sends a reasoning part as reasoning only to the provider/model
                     # of its message; the model continuing a converted session gets it as text
                     diags.add("reasoning-as-text", rec.id)
