@@ -94,6 +94,30 @@ def test_reasoning_is_compared_only_where_both_harnesses_replay_it() -> None:
     assert [(d.kind, d.what) for d in extra.unexplained] == [("reasoning", "extra")]
 
 
+def test_reasoning_shown_as_text_is_one_named_difference() -> None:
+    """OpenCode sends another model's reasoning as assistant text joined with its step's
+    text; a step without text gets it alone. Unnamed, that is a missing and a changed or
+    extra item; named by the writer's ``reasoning-as-text``, it is one difference."""
+    base = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
+    without = {k: v for k, v in CALL.items() if k != "reasoning_content"}
+    got = cont.openai_items(
+        chat(user("hi"), {**without, "content": "thinkLooking."}, RESULT, user(PROMPT))
+    )
+    assert not cont.compare("grok", "opencode", base, got, {}).ok
+    named = cont.compare("grok", "opencode", base, got, {"reasoning-as-text": 1})
+    assert named.ok and named.summary() == "model saw 4/5"
+    assert named.named_codes() == {"reasoning-as-text": 1}
+    silent = {**CALL, "content": None}
+    base = cont.openai_items(chat(user("hi"), silent, RESULT, user(PROMPT)))
+    got = cont.openai_items(chat(user("hi"), {**without, "content": "think"}, RESULT, user(PROMPT)))
+    alone = cont.compare("grok", "opencode", base, got, {"reasoning-as-text": 1})
+    assert alone.ok and alone.summary() == "model saw 3/4"
+    # the code names only what the target shows: a reasoning item it left out stays unnamed
+    gone = cont.openai_items(chat(user("hi"), without, RESULT, user(PROMPT)))
+    base = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
+    assert not cont.compare("grok", "opencode", base, gone, {"reasoning-as-text": 1}).ok
+
+
 def test_extra_and_changed_items_are_never_free() -> None:
     base = cont.openai_items(chat(user("hi"), CALL, RESULT, user(PROMPT)))
     changed = {**RESULT, "content": '{"raw": "a.txt"}'}

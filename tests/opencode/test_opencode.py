@@ -191,7 +191,17 @@ def test_other_harnesses_round_trip(harness: str, rel: str, journal: str, tmp_pa
     path = sorted((FIXTURES / rel).rglob(journal))[0]
     snap, export = trajconv.convert(harness, "opencode", path, tmp_path / "out", allow_lossy=True)
     back = read(export.out_dir / writer.DOCUMENT)
-    lost = {s for d in export.diagnostics if d.code == "untranslated-exit-code" for s in d.samples}
+    # OpenCode reads a non-zero exit as a failure: an exit code that contradicts the success
+    # flag is left out of the file (the code also names codes kept but not sent to the model)
+    lost = {
+        r.id
+        for r in snap.records
+        if r.kind == "tool-result"
+        and r.result.exit_code is not None
+        and (r.result.exit_code == 0) == (r.result.ok is False)
+    }
+    named = {s for d in export.diagnostics if d.code == "untranslated-exit-code" for s in d.samples}
+    assert lost <= named
     expected = [
         (*p[:4], None) if p[0] == "tool-result" and r.id in lost else p
         for p, r in zip(projection(snap), snap.records, strict=True)
@@ -206,6 +216,28 @@ def test_other_harnesses_round_trip(harness: str, rel: str, journal: str, tmp_pa
     assert ids == sorted(ids)  # OpenCode reads parts in id order
     mids = [m["info"]["id"] for m in doc["messages"]]
     assert mids == sorted(mids)
+
+
+def test_what_the_continuing_model_is_not_sent_is_named(tmp_path: Path) -> None:
+    """Another harness's reasoning, failure flags and hidden exit codes stay in the file but
+    reach the model continuing in OpenCode otherwise: each is named once; an OpenCode source
+    names none of them (its text is what its model was sent)."""
+    path = sorted((FIXTURES / "copilot" / "multi-turn").rglob("events.jsonl"))[0]
+    snap, export = trajconv.convert("copilot", "opencode", path, tmp_path / "a", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    reasoning = [r for r in snap.records if r.kind == "reasoning" and r.text.strip()]
+    failed = [r for r in snap.records if r.kind == "tool-result" and r.result.ok is False]
+    assert reasoning and failed
+    assert codes.get("reasoning-as-text") == len(reasoning)
+    assert codes.get("untranslated-tool-status") == len(failed)
+    back = read(export.out_dir / writer.DOCUMENT)
+    assert back.session.updated_at == snap.session.updated_at  # kept, not recomputed
+    assert codes.get("untranslated-model") == 1 + sum(
+        1 for r in snap.records if r.kind in ("assistant", "reasoning") and r.model
+    )  # a bare model name gets the source harness as provider: copilot/<model>
+    own = trajconv.write(read(TOOLS_DB), "opencode", tmp_path / "b", cwd=str(tmp_path))
+    own_codes = {d.code for d in own.diagnostics}
+    assert not own_codes & {"reasoning-as-text", "untranslated-tool-status", "untranslated-model"}
 
 
 def test_writer_refuses_without_cwd_and_unfinished_turns(tmp_path: Path) -> None:

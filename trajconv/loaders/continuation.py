@@ -40,7 +40,11 @@ prompt and the new prompt left aside; items are aligned in order and every basel
 *extra*. A difference is *named* when the writer (or, for what it did not project, the reader)
 emitted a diagnostic code that accounts for it (``DIFF_CODES``, counted: one diagnostic
 occurrence names one difference); otherwise it is *unexplained*, which the CI test and
-``parity --check`` reject. Extra items are never named: nothing may be invented.
+``parity --check`` reject. Extra items are never named: nothing may be invented. A reasoning
+item that the target sends as assistant text (its writer said ``reasoning-as-text``: OpenCode
+replays reasoning as reasoning only to the model that wrote it) is compared as that text,
+joined with the assistant text right after it, and is one named difference; where the source's
+model was not sent its reasoning again, the code names an assistant text the reasoning joined.
 """
 
 from __future__ import annotations
@@ -90,9 +94,9 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
     ("user", "missing"): ("untranslated-user", "untranslated-steering"),
     ("user", "context"): ("context-not-projected",),
-    ("context", "missing"): ("context-not-projected", "untranslated-system"),
+    ("context", "missing"): ("context-not-projected", "untranslated-system", "system-not-sent"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
-    ("assistant", "text"): ("untranslated-message-boundary",),
+    ("assistant", "text"): ("untranslated-message-boundary", "reasoning-as-text"),
     ("tool-call", "missing"): ("untranslated-pending-call",),
     ("tool-result", "missing"): ("untranslated-orphan-result", "repeated-result-replayed"),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
@@ -600,6 +604,25 @@ def replays_reasoning(name: str) -> bool:
     return bool(getattr(_module(name), "REPLAYS_REASONING", True))
 
 
+def _reasoning_as_text(items: list[Item], shown: int) -> tuple[list[Item], list[Difference]]:
+    """The baseline as a target shows it whose writer said ``reasoning-as-text`` ``shown``
+    times: that many reasoning items reach the target's model as assistant text, joined with
+    the assistant text right after them (same step). Each is one difference, named."""
+    out: list[Item] = []
+    diffs: list[Difference] = []
+    for item in items:
+        kind = item.get("kind")
+        if kind == "reasoning" and shown > 0 and str(item.get("text", "")).strip():
+            shown -= 1
+            diffs.append(Difference("reasoning", "as-text", item, None, "reasoning-as-text"))
+            out.append({"kind": "assistant", "text": item["text"], "reasoning_only": True})
+        elif kind == "assistant" and out and out[-1].get("reasoning_only"):
+            out[-1] = {"kind": "assistant", "text": str(out[-1]["text"]) + str(item["text"])}
+        else:
+            out.append(item)
+    return out, diffs
+
+
 def compare(
     source: str,
     target: str,
@@ -619,7 +642,9 @@ def compare(
         # the source's CLI never showed its model the session's reasoning, so its baseline
         # has none to hold a target's to (the reasoning is the session's own, not invented)
         got = [i for i in got if i.get("kind") != "reasoning"]
-    diffs: list[Difference] = []
+    total = len(base)
+    base, shown = _reasoning_as_text(base, codes.get("reasoning-as-text", 0))
+    diffs: list[Difference] = list(shown)
     same = 0
     matcher = difflib.SequenceMatcher(
         a=[_key(i) for i in base], b=[_key(i) for i in got], autojunk=False
@@ -628,7 +653,7 @@ def compare(
         if op == "equal":
             for ai, bi in zip(range(a0, a1), range(b0, b1), strict=True):
                 fields = _fields(base[ai], got[bi], failed)
-                same += not fields
+                same += not fields and not base[ai].get("reasoning_only")
                 diffs.extend(Difference(base[ai]["kind"], f, base[ai], got[bi]) for f in fields)
             continue
         pending = list(range(b0, b1))
@@ -644,13 +669,16 @@ def compare(
             )
         diffs.extend(Difference(str(got[j].get("kind")), "extra", None, got[j]) for j in pending)
     budget = dict(codes)
+    budget["reasoning-as-text"] = budget.get("reasoning-as-text", 0) - len(shown)
     for d in diffs:
+        if d.named_by:
+            continue
         for code in DIFF_CODES.get((d.kind, d.what), ()):
             if budget.get(code, 0) > 0:
                 budget[code] -= 1
                 d.named_by = code
                 break
-    return Comparison(source, target, len(base), same, found, diffs)
+    return Comparison(source, target, total, same, found, diffs)
 
 
 def check_pair(

@@ -324,17 +324,17 @@ NEEDS_PROJECT_DIR = True
 REPLAYS_REASONING = True
 
 
-def install_fixture(case_dir: Path, home: Path, cwd: str | None = None) -> None:
-    """Copy a recorded fixture's ``opencode.db`` into ``home``'s data folder; with ``cwd``,
+def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> None:
+    """Copy a recorded fixture's ``opencode.db`` into ``home``'s data folder; with ``project``,
     its sessions are filed under that (scratch) project folder instead of the recorded one."""
     db = data_dir(home) / "opencode.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(case_dir / "opencode.db", db)
-    if cwd is not None:
+    if project is not None:
         con = sqlite3.connect(db)
         try:
             with con:
-                con.execute("update session set directory = ?", (cwd,))
+                con.execute("update session set directory = ?", (str(project),))
         finally:
             con.close()
 

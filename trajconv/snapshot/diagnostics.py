@@ -261,6 +261,12 @@ _CODES: tuple[Code, ...] = (
         "the output text, as its own tools print it",
     ),
     _w(
+        "reasoning-as-text",
+        "info",
+        "the target replays reasoning as reasoning only to the model that wrote it; any other "
+        "model continuing the session gets it as assistant text, joined with its step's text",
+    ),
+    _w(
         "codex-model-provider",
         "info",
         "the Codex session names this model_provider; Codex resumes it only under that "

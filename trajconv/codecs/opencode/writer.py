@@ -29,7 +29,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.base import (
+    ExportFile,
+    ExportPlan,
+    check_continuable,
+    dropped_code,
+    exit_code_shown,
+)
 from trajconv.codecs.opencode.layout import DOCUMENT
 from trajconv.codecs.opencode.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -107,6 +113,7 @@ class _Lowerer:
         self.cwd = cwd
         self.out = out
         self.source = snapshot.source.harness
+        self.foreign = self.source != HARNESS  # an OpenCode source's text is what it sent
         self.count = 0
         self.time = 0
         self.default_model = split_model(snapshot.session.model, self.source)
@@ -116,20 +123,40 @@ class _Lowerer:
         self.step: JsonObj | None = None  # the open assistant message
         self.after_result = False
         self.calls: dict[str, JsonObj] = {}  # call id -> its tool part, in the open turn
-        self.synthesized = 0
+        self.synthesized = 0  # records without a time: they read back with a derived one
+        self.moved = 0  # records whose time reads back changed (kept in order)
         self.models_assumed = 0
+        self.models_changed = 0  # records whose model reads back as another name
+        self.models_given = 0  # records without a model: they read back with their message's
 
     # -- times and messages
     def _time(self, time: str | None) -> int:
+        """A message's creation time: the record's, kept in order (OpenCode orders messages
+        by time); a record whose own part holds no time reads back with this one."""
         value = ms(time)
         if value is None:
-            self.synthesized += 1
             return self.time
         if value < self.time:
-            self.synthesized += 1  # kept in order: OpenCode orders messages by time
             return self.time
         self.time = value
         return value
+
+    def _record_time(self, time: str | None, shown: int | None) -> None:
+        """Count a record's time that reads back derived (none) or changed (``shown``)."""
+        value = ms(time)
+        if value is None:
+            self.synthesized += 1
+        elif shown is not None and shown != value:
+            self.moved += 1
+
+    def _record_model(self, msg: JsonObj, model: str | None) -> None:
+        """Count a record's model that reads back as its message's ``provider/model``."""
+        info = msg["info"]
+        shown = f"{info['providerID']}/{info['modelID']}"
+        if model is None:
+            self.models_given += 1
+        elif model != shown:
+            self.models_changed += 1
 
     def _model(self, rec_model: str | None) -> tuple[str, str]:
         found = split_model(rec_model, self.source) or self.model or self.default_model
@@ -174,6 +201,7 @@ class _Lowerer:
     def user(self, text: str, time: str | None) -> None:
         self.flush()
         created = self._time(time)
+        self._record_time(time, created)
         provider, model = self._model(None)
         self.user_id = self.ids.ascending("msg")
         msg: JsonObj = {
@@ -222,6 +250,8 @@ class _Lowerer:
 
     def text(self, kind: str, text: str, time: str | None, model: str | None) -> None:
         msg = self.assistant_step(time, model)
+        self._record_time(time, None)
+        self._record_model(msg, model)
         body: JsonObj = {"type": "text" if kind == "assistant" else "reasoning", "text": text}
         t = ms(time)
         if t is not None:
@@ -232,6 +262,7 @@ class _Lowerer:
 
     def call(self, call_id: str, name: str, arguments: Any, time: str | None) -> None:
         msg = self.assistant_step(time, None)
+        self._record_time(time, None)
         args = arguments
         if isinstance(args, str):
             with contextlib.suppress(ValueError):
@@ -263,9 +294,17 @@ class _Lowerer:
         state = part["state"]
         end = ms(time) or state["time"]["start"]
         times = {"start": state["time"]["start"], "end": max(end, state["time"]["start"])}
+        self._record_time(time, times["end"])
         meta: JsonObj = {}
+        if self.foreign and ok is False:
+            # kept as the `error` state, but OpenCode sends its model (Chat Completions) the
+            # text alone: a model that saw an error flag (is_error) is not sent one here
+            self.d.add("untranslated-tool-status", rid)
         if exit_code is not None and (exit_code == 0) != (ok is False):
             meta["exit"] = exit_code
+            if self.foreign and not exit_code_shown(output, exit_code):
+                # kept in metadata.exit, which OpenCode does not send its model
+                self.d.add("untranslated-exit-code", rid)
         elif exit_code is not None:
             # OpenCode reads a non-zero exit as a failure: a success that exited non-zero
             # (or a failure that exited 0) keeps its status and loses the code
@@ -347,6 +386,10 @@ def plan(
                 low.user(rec.text, rec.time)
             elif rec.kind in ("assistant", "reasoning"):
                 low.text(rec.kind, rec.text, rec.time, rec.model)
+                if rec.kind == "reasoning" and low.foreign and rec.text.strip():
+                    # OpenCode sends a reasoning part as reasoning only to the provider/model
+                    # of its message; the model continuing a converted session gets it as text
+                    diags.add("reasoning-as-text", rec.id)
             elif rec.kind == "tool-call":
                 low.call(rec.call.id, rec.call.name, rec.call.arguments, rec.time)
             elif rec.kind == "tool-result":
@@ -355,13 +398,29 @@ def plan(
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
         low.flush()
+    if created is None:
+        low.synthesized += 1
+    updated = ms(session.updated_at)
+    if updated is None:
+        low.synthesized += 1
+        updated = max(low.time, base)
     if low.synthesized:
-        diags.add("timestamps-synthesized", "message times", count=low.synthesized)
+        diags.add("timestamps-synthesized", "record or session times", count=low.synthesized)
+    if low.moved:
+        diags.add("untranslated-time", "times kept in order", count=low.moved)
     if low.models_assumed or low.default_model is None:
         diags.add("defaults-assumed", "message model (provider/model)")
+    if low.models_given:
+        diags.add("model-assumed", "the message's model", count=low.models_given)
+    model = low.default_model or low.model
+    shown_model = None if model is None else f"{model[0]}/{model[1]}"
+    changed = low.models_changed + (session.model is not None and session.model != shown_model)
+    if changed:
+        diags.add("untranslated-model", "provider/model of OpenCode", count=changed)
+    if session.branch:
+        diags.add("untranslated-branch", session.branch)
     if session.title is None:
         diags.add("title-missing", "info.title")
-    updated = max(ms(session.updated_at) or 0, low.time, base)
     info: JsonObj = {
         "id": sid,
         "slug": f"trajconv-{snapshot.id[7:15]}",
@@ -374,8 +433,7 @@ def plan(
     if session.parent_session_id and session.parent_session_id.startswith("ses_"):
         info["parentID"] = session.parent_session_id
     elif session.parent_session_id:
-        diags.add("untranslated-artifact", "parent session id (not an OpenCode id)")
-    model = low.model
+        diags.add("untranslated-parent-session", "parent session id (not an OpenCode id)")
     if model is not None:
         info["model"] = {"id": model[1], "providerID": model[0]}
     diags.add("defaults-assumed", "agent/mode 'build', cost and tokens 0, slug")
