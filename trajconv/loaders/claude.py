@@ -99,14 +99,8 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
 
     Idempotent; npm runs with a scratch HOME (see :mod:`trajconv.loaders.npm`).
     """
-    return npm.install_pinned(
-        find,
-        tools_dir,
-        tools_dir.absolute() / NPM_DIR,
-        f"{PACKAGE}@{VERSION}",
-        error=ClaudeLoaderError,
-        timeout=timeout,
-    )
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, ClaudeLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- continuation

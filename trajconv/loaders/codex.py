@@ -65,9 +65,13 @@ def binary_path(tools_dir: Path) -> Path:
 _PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
+#: the CLI's own home, a folder of the scratch home (its npm postinstall writes there too)
+_HOME = {"CODEX_HOME": ".codex"}
+
+
 def scratch_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A minimal environment whose HOME and CODEX_HOME are the scratch ``home``."""
-    own = {"CODEX_HOME": str(home / ".codex"), "TERM": "dumb"}
+    own = npm.in_home(home, _HOME) | {"TERM": "dumb"}
     return npm.scratch_env(home, own | (extra or {}))
 
 
@@ -90,15 +94,8 @@ def find(tools_dir: Path) -> Path | None:
 
 def install(tools_dir: Path, timeout: float = 900.0) -> Path:
     """Install PACKAGE@VERSION into ``<tools_dir>/npm-codex`` (idempotent); return the launcher."""
-    return npm.install_pinned(
-        find,
-        tools_dir,
-        tools_dir.absolute() / NPM_DIR,
-        f"{PACKAGE}@{VERSION}",
-        error=CodexLoaderError,
-        timeout=timeout,
-        home_env=lambda home: {"CODEX_HOME": str(home / ".codex")},
-    )
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, CodexLoaderError, timeout, _HOME)
 
 
 #: Codex's built-in provider id, which a config cannot redefine; its URL is set instead

@@ -166,10 +166,9 @@ def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
     Returns the launcher path.
     """
     tools_dir = tools_dir.resolve()
-    root = _install_root(tools_dir)
     spec = f"{PACKAGE}@{VERSION}"
     launcher = npm.install_pinned(
-        find, tools_dir, root, spec, error=CopilotLoaderError, timeout=timeout
+        find, tools_dir, INSTALL_DIRNAME, spec, CopilotLoaderError, timeout
     )
     if schema_path(tools_dir) is None:
         cli_version(launcher, timeout=timeout)  # first run extracts into the cache

@@ -66,9 +66,7 @@ def install(tools: Path, *, timeout: float = 600.0) -> Path:
     """Install the pinned CLI under ``tools/npm-gemini`` (idempotent); return the launcher."""
     tools = tools.resolve()
     spec = f"{PACKAGE}@{VERSION}"
-    return npm.install_pinned(
-        find, tools, _root(tools), spec, error=GeminiLoaderError, timeout=timeout
-    )
+    return npm.install_pinned(find, tools, NPM_DIR, spec, GeminiLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- running

@@ -115,9 +115,14 @@ def binary_path(tools_dir: Path) -> Path:
     return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "grok"
 
 
+#: the CLI's own home, a folder of the scratch home (its npm postinstall writes there too)
+_HOME = {"GROK_HOME": ".grok"}
+
+
 def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment whose HOME and GROK_HOME are the scratch ``home``."""
-    return npm.scratch_env(home, {"GROK_HOME": str(home / ".grok"), **(extra or {})})
+    own = npm.in_home(home, _HOME)
+    return npm.scratch_env(home, own | dict(extra or {}))
 
 
 def version(grok_bin: Path, timeout: float = 60.0) -> str:
@@ -147,15 +152,8 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
     HOME and GROK_HOME point at a scratch dir that is deleted afterwards, so it writes nowhere
     real.
     """
-    return npm.install_pinned(
-        find,
-        tools_dir,
-        tools_dir.absolute() / NPM_DIR,
-        f"{PACKAGE}@{VERSION}",
-        error=GrokLoaderError,
-        timeout=timeout,
-        home_env=lambda home: {"GROK_HOME": str(home / ".grok")},
-    )
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, GrokLoaderError, timeout, _HOME)
 
 
 # --------------------------------------------------------------------------- offline config

@@ -67,6 +67,11 @@ def scratch_env(
     return env | dict(extra or {})
 
 
+def in_home(home: Path, dirs: Mapping[str, str]) -> dict[str, str]:
+    """Each variable of ``dirs`` naming its folder inside the scratch ``home``."""
+    return {var: str(home / rel) for var, rel in dirs.items()}
+
+
 def install_env(home: Path) -> dict[str, str]:
     npm = {k: v for k, v in os.environ.items() if k.lower().startswith("npm_config_")}
     return scratch_env(home, npm, passed=REGISTRY_ENV)
@@ -154,18 +159,25 @@ def npm_install(
 def install_pinned(
     find: Callable[[Path], Path | None],
     tools_dir: Path,
-    prefix: Path,
+    npm_dir: str,
     spec: str,
-    *,
     error: type[Exception],
     timeout: float = 600.0,
-    home_env: Callable[[Path], Mapping[str, str]] | None = None,
+    home_dirs: Mapping[str, str] | None = None,
 ) -> Path:
-    """The CLI ``find`` finds under ``tools_dir``, after ``npm install --prefix PREFIX SPEC``
-    when it finds none (idempotent); ``error`` when it still finds none."""
+    """The CLI ``find`` finds under ``tools_dir``, after ``npm install SPEC`` into the prefix
+    ``tools_dir/npm_dir`` when it finds none (idempotent); ``error`` when it still finds none.
+    ``home_dirs``: variables naming a folder of the scratch home (a postinstall writes there)."""
     found = find(tools_dir)
+    prefix = tools_dir.absolute() / npm_dir
     if found is None:
-        npm_install(prefix, [spec], error=error, timeout=timeout, home_env=home_env)
+        npm_install(
+            prefix,
+            [spec],
+            error=error,
+            timeout=timeout,
+            home_env=lambda home: in_home(home, home_dirs or {}),
+        )
         found = find(tools_dir)
     if found is None:
         raise error(f"npm install {spec} finished, but {prefix} holds no working CLI of it")

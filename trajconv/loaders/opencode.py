@@ -77,14 +77,8 @@ def find(tools_dir: Path) -> Path | None:
 
 def install(tools_dir: Path, timeout: float = 900.0) -> Path:
     """Install PACKAGE@VERSION into ``<tools_dir>/npm-opencode`` (idempotent); return the CLI."""
-    return npm.install_pinned(
-        find,
-        tools_dir,
-        tools_dir.absolute() / NPM_DIR,
-        f"{PACKAGE}@{VERSION}",
-        error=OpenCodeLoaderError,
-        timeout=timeout,
-    )
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, OpenCodeLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- environment
