@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from trajconv.codecs.atif import layout, native
-from trajconv.codecs.base import ExportFile, ExportPlan
+from trajconv.codecs.base import ExportFile, ExportPlan, name_joined_models
 from trajconv.errors import RefusedError, UsageError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
@@ -122,10 +122,9 @@ class _Steps:
             if rec["time"] != step.get("timestamp"):
                 code = "timestamps-synthesized" if rec["time"] is None else "untranslated-time"
                 self.diags.add(code, rec["id"])
-            model = step.get("model_name") or agent_model
-            if rec["kind"] in ("reasoning", "assistant") and rec.get("model") != model:
-                code = "model-assumed" if rec.get("model") is None else "untranslated-model"
-                self.diags.add(code, rec["id"])
+            if rec["kind"] in ("reasoning", "assistant"):
+                model = step.get("model_name") or agent_model
+                name_joined_models(self.diags, model, [(rec["id"], rec.get("model"))])
 
     def call(self, rec: Json) -> None:
         call = rec["call"]
