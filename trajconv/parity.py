@@ -56,6 +56,15 @@ CORE_SOURCES = (
     "trajconv/parity.py",
     "trajconv/loaders/continuation.py",
 )
+# The project folder a session that kept no working directory (ATIF keeps none) is written
+# for, as a user names one with ``convert --cwd DIR``: a fixed path, so that the evidence does
+# not depend on where it was computed.
+SCRATCH_CWD = "/work/project"
+
+
+def write_options(snap: Snapshot) -> dict[str, Any]:
+    """What a user adds to write ``snap`` to any target: ``--cwd`` when it kept none."""
+    return {} if snap.session.cwd else {"cwd": SCRATCH_CWD}
 
 
 # -- fingerprints --------------------------------------------------------------------------
@@ -200,15 +209,16 @@ def run_pair(
 ) -> PairResult:
     res = PairResult(fx.harness, target.name, fx.label, "failed", "refused")
     res.reader_codes = {d.code: d.count for d in snap.diagnostics}
+    options = write_options(snap)
     try:
-        api.write(snap, target.name, work / "strict")
+        api.write(snap, target.name, work / "strict", **options)
         res.strict = "converted"
     except RefusedError:
         res.strict = "refused"
     except TrajconvError as exc:
         res.error = f"strict write: {exc}"
     try:
-        export = api.write(snap, target.name, work / "lossy", allow_lossy=True)
+        export = api.write(snap, target.name, work / "lossy", allow_lossy=True, **options)
     except RefusedError as exc:
         res.status, res.error = "refused", str(exc)
         return res
@@ -378,7 +388,7 @@ def multi_hop(
         for step, (frm, to) in enumerate(itertools.pairwise(chain)):
             work = tmp / f"hop-{a}-{b}-{c}-{step}"
             try:
-                export = api.write(current, to, work, allow_lossy=True)
+                export = api.write(current, to, work, allow_lossy=True, **write_options(current))
                 current = _reread(registry.get(to), export.out_dir, export.session_id)
             except TrajconvError as exc:
                 status = f"stopped at {frm}->{to}: {type(exc).__name__}"

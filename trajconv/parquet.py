@@ -25,17 +25,15 @@ optional dependency (``pip install 'trajconv[parquet]'``).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trajconv.errors import RefusedError, UsageError
+from trajconv.errors import UsageError
 from trajconv.snapshot.spool import record_dicts
+from trajconv.staging import staged_folder
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -220,14 +218,9 @@ def export_parquet(
 ) -> Exported:
     """Write ``store`` as the ``sessions`` and ``records`` Parquet tables under ``out``."""
     pa, pq = _arrow()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise RefusedError(f"{out} exists and is not an empty folder; refusing to replace it")
     session_schema, record_schema = _schemas(pa)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = out.parent / f".{out.name}.trajconv-{uuid.uuid4().hex[:12]}"
     done = Exported(out)
-    try:
-        staging.mkdir(mode=0o700)
+    with staged_folder(out) as staging:
         sessions = _Partitioned(staging / "sessions", session_schema, pq, pa)
         records = _Partitioned(staging / "records", record_schema, pq, pa)
         latest = list(_latest(store.rows()))
@@ -303,10 +296,4 @@ def export_parquet(
         sessions.close()
         records.close()
         done.partitions = sorted(f"harness={h}/month={m}" for h, m in sessions.writers)
-        if out.exists():
-            out.rmdir()
-        os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return done

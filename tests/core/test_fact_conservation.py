@@ -22,7 +22,7 @@ import pytest
 from trajconv import api
 from trajconv.codecs import registry
 from trajconv.codecs.base import exit_code_shown
-from trajconv.parity import FixtureSession, _reread, fixture_sessions
+from trajconv.parity import FixtureSession, _reread, fixture_sessions, write_options
 from trajconv.snapshot import io
 from trajconv.snapshot.diagnostics import REGISTRY
 from trajconv.snapshot.models import Snapshot
@@ -104,25 +104,24 @@ def fact_losses(source: Snapshot, written: Snapshot) -> tuple[Counter[str], list
 # Writer options that select another native layout, each checked as a target of its own.
 LAYOUTS: dict[str, list[dict[str, Any]]] = {"fx": [{"fx_schema": 4}]}
 
-# The codecs this check holds to, as sources and as targets. The claude, codex, gemini,
-# opencode and atif writers do not yet name every fact they drop (a per-record model, a
-# branch, a time), so they join once they do.
-CHECKED = ("copilot", "cursor", "deepagents", "fx", "grok")
+
+def _targets() -> list[tuple[str, dict[str, Any]]]:
+    """Every registered writer, each layout of its own a target."""
+    return [
+        (c.name, options)
+        for c in registry.all_codecs()
+        if c.can_write
+        for options in [{}, *LAYOUTS.get(c.name, [])]
+    ]
 
 
 def _cases() -> list[Any]:
-    targets = [
-        (c.name, options)
-        for c in registry.all_codecs()
-        if c.can_write and c.name in CHECKED
-        for options in [{}, *LAYOUTS.get(c.name, [])]
-    ]
     return [
         pytest.param(fx, target, options, id=f"{fx.label}->{target}{_suffix(options)}")
         for src in registry.all_codecs()
-        if src.can_read and src.name in CHECKED
+        if src.can_read
         for fx in fixture_sessions(src)
-        for target, options in targets
+        for target, options in _targets()
     ]
 
 
@@ -162,15 +161,23 @@ def test_every_changed_fact_is_named(
     fx: FixtureSession, target: str, options: dict[str, Any], tmp_path: Path
 ) -> None:
     snap = _source(fx)
-    export = api.write(snap, target, tmp_path / "out", allow_lossy=True, **options)
+    given = write_options(snap)  # a cwd where the source kept none, as a user passes --cwd
+    export = api.write(snap, target, tmp_path / "out", allow_lossy=True, **given, **options)
     written = _reread(registry.get(target), export.out_dir, export.session_id)
-    need, seen = fact_losses(snap, written)
+    need, seen = fact_losses(_with_cwd(snap, given), written)
     got = {d.code: d.count for d in export.diagnostics}
     short = {code: (n, got.get(code, 0)) for code, n in need.items() if got.get(code, 0) < n}
     assert not short, (
         f"{fx.label} -> {target}: facts changed without enough diagnostics "
         f"(code: needed, written) {short}; differences: {seen}"
     )
+
+
+def _with_cwd(snap: Snapshot, given: dict[str, Any]) -> Snapshot:
+    """``snap`` as the user asked for it to be written: the cwd they named is no loss."""
+    if "cwd" not in given:
+        return snap
+    return snap.model_copy(update={"session": snap.session.model_copy(update=given)})
 
 
 def _patchy(snap: Snapshot) -> Snapshot:
@@ -192,10 +199,8 @@ def _patchy(snap: Snapshot) -> Snapshot:
 @pytest.mark.parametrize(
     ("target", "options"),
     [
-        pytest.param(c.name, options, id=f"{c.name}{_suffix(options)}")
-        for c in registry.all_codecs()
-        if c.can_write and c.name in CHECKED
-        for options in [{}, *LAYOUTS.get(c.name, [])]
+        pytest.param(target, options, id=f"{target}{_suffix(options)}")
+        for target, options in _targets()
     ],
 )
 def test_patchy_facts_are_named(target: str, options: dict[str, Any], tmp_path: Path) -> None:

@@ -2,15 +2,14 @@
 
 ``emit`` writes ``OUT/trajconv-export.json``, the ``home/`` tree (or a codec's
 readout) and ``prepare.py`` into a hidden staging folder beside OUT and renames
-it into place, so a failure at any step leaves no OUT at all.
+it into place (:func:`trajconv.staging.staged_folder`), so a failure at any step leaves no
+OUT at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import uuid
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Export, ExportFile, ExportPlan
-from trajconv.errors import RefusedError, writing
+from trajconv.errors import writing
+from trajconv.staging import staged_folder
 from trajconv.version import __version__
 
 MANIFEST = "trajconv-export.json"
@@ -49,13 +49,6 @@ def _manifest(plan: ExportPlan, files: list[tuple[ExportFile, str, int]]) -> dic
     }
 
 
-def _check_out(out_dir: Path) -> None:
-    if out_dir.is_symlink() or (
-        out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir()))
-    ):
-        raise RefusedError(f"{out_dir} exists and is not an empty folder; refusing to replace it")
-
-
 def _write_file(staging: Path, f: ExportFile) -> tuple[ExportFile, str, int]:
     """Write one file piece by piece; its sha256 and size for the manifest."""
     target = staging / f.path
@@ -73,25 +66,14 @@ def _write_file(staging: Path, f: ExportFile) -> tuple[ExportFile, str, int]:
 def emit(plan: ExportPlan, out_dir: Path) -> Export:
     """Write ``plan`` to ``out_dir`` atomically."""
     out_dir = Path(out_dir)
-    _check_out(out_dir)
     script = (plan.prepare_script or generic_prepare_script()).encode()
     prepare = [ExportFile("prepare.py", script, 0o755)] if plan.installable else []
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = out_dir.parent / f".{out_dir.name}.trajconv-{uuid.uuid4().hex[:12]}"
-    try:
-        with writing(out_dir):  # a full disk names the output, and nothing stays half-written
-            staging.mkdir(mode=0o700)
-            written = [_write_file(staging, f) for f in [*plan.files, *prepare]]
-            manifest = _manifest(plan, written)
-            data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n"
-            (staging / MANIFEST).write_bytes(data)
-        _check_out(out_dir)
-        if out_dir.exists():
-            out_dir.rmdir()
-        os.rename(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    # a full disk names the output, and nothing stays half-written
+    with staged_folder(out_dir) as staging, writing(out_dir):
+        written = [_write_file(staging, f) for f in [*plan.files, *prepare]]
+        manifest = _manifest(plan, written)
+        data = orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n"
+        (staging / MANIFEST).write_bytes(data)
     return Export(
         out_dir=out_dir,
         target=plan.target,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.claude import layout, native
-from trajconv.loaders.npm import npm_install
+from trajconv.loaders import npm
 from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@anthropic-ai/claude-code"
@@ -58,62 +57,33 @@ def binary_path(tools_dir: Path) -> Path:
     return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "claude"
 
 
-#: variables passed through from the caller: search path, locale, TLS trust. Nothing else
-#: (no API keys, no real HOME, no proxy: the CLI only talks to loopback).
-_PASS_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+#: the switches that keep a run offline and quiet
+_OFFLINE = {
+    "TERM": "dumb",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
 
 
 def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment around the scratch ``home``: offline switches on, no real keys."""
-    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.setdefault("LANG", "C.UTF-8")
-    env |= {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "TMPDIR": str(home / "tmp"),
-        "TERM": "dumb",
-        "NO_COLOR": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    }
     (home / "tmp").mkdir(parents=True, exist_ok=True)
-    if extra:
-        env.update(extra)
-    return env
+    own = {"TMPDIR": str(home / "tmp"), **_OFFLINE}
+    return npm.scratch_env(home, {**own, **(extra or {})})
 
 
 def run(
     exe: Path, argv: list[str], home: Path, cwd: Path, extra: Mapping[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """Run the CLI with ``argv`` in ``cwd`` around the scratch ``home`` (stdin closed)."""
-    try:
-        return subprocess.run(
-            [str(exe), *argv],
-            cwd=cwd,
-            env=scratch_env(home, extra),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ClaudeLoaderError(f"cannot run {exe} {' '.join(argv[:2])}: {exc}") from exc
+    return npm.run([exe, *argv], cwd, scratch_env(home, extra), timeout, ClaudeLoaderError)
 
 
 def version(exe: Path, timeout: float = 60.0) -> str:
     """``claude --version`` with a throw-away home, e.g. ``"2.1.332 (Claude Code)"``."""
-    with tempfile.TemporaryDirectory(prefix="trajconv-claude-ver-") as tmp:
-        proc = run(exe, ["--version"], Path(tmp), Path(tmp), {}, timeout)
-    if proc.returncode == 0 and proc.stdout.strip():
-        return proc.stdout.strip()
-    output = (proc.stdout + proc.stderr).strip()[-500:]
-    raise ClaudeLoaderError(f"{exe} --version failed (rc {proc.returncode}): {output}")
+    return npm.cli_version(exe, scratch_env, ClaudeLoaderError, timeout)
 
 
 def find(tools_dir: Path) -> Path | None:
@@ -130,21 +100,8 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
 
     Idempotent; npm runs with a scratch HOME (see :mod:`trajconv.loaders.npm`).
     """
-    found = find(tools_dir)
-    if found is not None:
-        return found
-    npm_install(
-        tools_dir.absolute() / NPM_DIR,
-        [f"{PACKAGE}@{VERSION}"],
-        error=ClaudeLoaderError,
-        timeout=timeout,
-    )
-    found = find(tools_dir)
-    if found is None:
-        raise ClaudeLoaderError(
-            f"{binary_path(tools_dir)} does not report {VERSION} after npm install"
-        )
-    return found
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, ClaudeLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- continuation

@@ -29,11 +29,10 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from trajconv.loaders.npm import npm_install
+from trajconv.loaders import npm
 from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@openai/codex"
@@ -62,50 +61,23 @@ def binary_path(tools_dir: Path) -> Path:
     return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "codex"
 
 
-#: variables passed through from the caller: search path, locale, TLS trust. No keys.
+#: variables the isolated run's Python takes from the caller: search path, locale, TLS trust
 _PASS_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+#: the CLI's own home, a folder of the scratch home (its npm postinstall writes there too)
+_HOME = {"CODEX_HOME": ".codex"}
 
 
 def scratch_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A minimal environment whose HOME and CODEX_HOME are the scratch ``home``."""
-    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env |= {
-        "HOME": str(home),
-        "CODEX_HOME": str(home / ".codex"),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "TERM": "dumb",
-        "NO_COLOR": "1",
-        "LANG": env.get("LANG", "C.UTF-8"),
-    }
-    if extra:
-        env.update(extra)
-    return env
+    own = npm.in_home(home, _HOME) | {"TERM": "dumb"}
+    return npm.scratch_env(home, own | (extra or {}))
 
 
 def version(exe: Path, timeout: float = 60.0) -> str:
     """``codex --version`` with a throw-away home, e.g. ``"codex-cli 0.171.0"``."""
-    with tempfile.TemporaryDirectory(prefix="trajconv-codex-ver-") as tmp:
-        try:
-            proc = subprocess.run(
-                [str(exe), "--version"],
-                cwd=tmp,
-                env=scratch_env(Path(tmp)),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CodexLoaderError(f"cannot run {exe} --version: {exc}") from exc
-    out = proc.stdout.strip()
-    if proc.returncode != 0 or not out:
-        raise CodexLoaderError(
-            f"{exe} --version failed (rc {proc.returncode}): {proc.stderr.strip()[-500:]}"
-        )
-    return out.splitlines()[-1]
+    return npm.cli_version(exe, scratch_env, CodexLoaderError, timeout).splitlines()[-1]
 
 
 def find(tools_dir: Path) -> Path | None:
@@ -122,22 +94,8 @@ def find(tools_dir: Path) -> Path | None:
 
 def install(tools_dir: Path, timeout: float = 900.0) -> Path:
     """Install PACKAGE@VERSION into ``<tools_dir>/npm-codex`` (idempotent); return the launcher."""
-    found = find(tools_dir)
-    if found is not None:
-        return found
-    npm_install(
-        tools_dir.absolute() / NPM_DIR,
-        [f"{PACKAGE}@{VERSION}"],
-        error=CodexLoaderError,
-        timeout=timeout,
-        home_env=lambda home: {"CODEX_HOME": str(home / ".codex")},
-    )
-    found = find(tools_dir)
-    if found is None:
-        raise CodexLoaderError(
-            f"{binary_path(tools_dir)} does not report codex {VERSION} after npm install"
-        )
-    return found
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, CodexLoaderError, timeout, _HOME)
 
 
 #: Codex's built-in provider id, which a config cannot redefine; its URL is set instead
@@ -268,19 +226,8 @@ def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
     env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
     env["PYTHONPATH"] = str(REPO)
     timeout = float(job.get("timeout", 180)) * (len(job["runs"]) + 1)
-    try:
-        proc = subprocess.run(
-            [*prefix, sys.executable, "-m", "trajconv.loaders.codex", str(job_file), str(out_file)],
-            env=env,
-            cwd=str(REPO),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CodexLoaderError(f"isolated codex run failed: {exc}") from exc
+    argv = [*prefix, sys.executable, "-m", "trajconv.loaders.codex", str(job_file), str(out_file)]
+    proc = npm.run(argv, REPO, env, timeout, CodexLoaderError)
     if proc.returncode != 0 or not out_file.is_file():
         raise CodexLoaderError(
             f"isolated codex run exited {proc.returncode}: {proc.stderr.strip()[-2000:]}"

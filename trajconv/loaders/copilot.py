@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajconv.loaders.npm import npm_install
+from trajconv.loaders import npm
 
 PACKAGE = "@github/copilot"
 VERSION = "1.0.102"
@@ -152,18 +152,10 @@ def _cache_for_bin(copilot_bin: Path) -> Path | None:
 
 def _scratch_env(home: Path, cache: Path | None) -> dict[str, str]:
     """A minimal environment around a scratch HOME: nothing of the caller's (no tokens)."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(cache if cache is not None else home / ".cache"),
-        "COPILOT_AUTO_UPDATE": "false",
-        "NO_COLOR": "1",
-        "LANG": "C.UTF-8",
-    }
-    return env
+    own = {"COPILOT_AUTO_UPDATE": "false", "LANG": "C.UTF-8"}
+    if cache is not None:
+        own["XDG_CACHE_HOME"] = str(cache)
+    return npm.scratch_env(home, own, passed=("PATH",))
 
 
 def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
@@ -174,26 +166,17 @@ def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
     Returns the launcher path.
     """
     tools_dir = tools_dir.resolve()
-    root = _install_root(tools_dir)
-    if find(tools_dir) is None:
-        npm_install(root, [f"{PACKAGE}@{VERSION}"], error=CopilotLoaderError, timeout=timeout)
-    launcher = find(tools_dir)
-    if launcher is None:
-        raise CopilotLoaderError(
-            f"npm install finished but {root}/node_modules/.bin/copilot is missing"
-        )
+    spec = f"{PACKAGE}@{VERSION}"
+    launcher = npm.install_pinned(
+        find, tools_dir, INSTALL_DIRNAME, spec, CopilotLoaderError, timeout
+    )
     if schema_path(tools_dir) is None:
         cli_version(launcher, timeout=timeout)  # first run extracts into the cache
     return launcher
 
 
 def installed_version(tools_dir: Path) -> str | None:
-    pkg = _install_root(tools_dir) / "node_modules" / "@github" / "copilot" / "package.json"
-    try:
-        value = json.loads(pkg.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, str) else None
+    return npm.package_version(_install_root(tools_dir), "@github/copilot")
 
 
 def schema_path(tools_dir: Path) -> Path | None:
@@ -212,21 +195,11 @@ def schema_path(tools_dir: Path) -> Path | None:
 
 def cli_version(copilot_bin: Path, *, timeout: float = _DEFAULT_TIMEOUT) -> str | None:
     """``copilot --version`` → ``"1.0.102"`` (scratch HOME, tools cache)."""
-    with tempfile.TemporaryDirectory(prefix="trajconv-copilot-") as scratch:
-        env = _scratch_env(Path(scratch), _cache_for_bin(copilot_bin))
-        try:
-            proc = subprocess.run(
-                [str(copilot_bin), "--version"],
-                env=env,
-                cwd=scratch,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise CopilotLoaderError(f"cannot run {copilot_bin} --version: {exc}") from exc
-    match = re.search(r"(\d+\.\d+\.\d+\S*?)\.?(?:\s|$)", proc.stdout)
+    cache = _cache_for_bin(copilot_bin)
+    out = npm.cli_version(
+        copilot_bin, lambda home: _scratch_env(home, cache), CopilotLoaderError, timeout
+    )
+    match = re.search(r"(\d+\.\d+\.\d+\S*?)\.?(?:\s|$)", out)
     return match.group(1) if match else None
 
 

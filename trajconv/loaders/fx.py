@@ -26,11 +26,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trajconv.loaders import npm
 
 PACKAGE = "vercel-labs/fx (built from source; not on npm or PyPI)"
 VERSION = "0.0.5"
@@ -74,32 +75,9 @@ def binary_path(tools_dir: Path) -> Path:
     return tools_dir / BIN_DIR / "bin" / "fx"
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
-    env["HOME"] = str(home)
-    env["NO_COLOR"] = "1"
-    return env
-
-
 def version(fx_bin: Path, timeout: float = 30.0) -> str:
     """``fx --version`` (e.g. ``0.0.5``) with a throw-away HOME."""
-    with tempfile.TemporaryDirectory(prefix="trajconv-fx-ver-") as tmp:
-        try:
-            proc = subprocess.run(
-                [str(fx_bin), "--version"],
-                cwd=tmp,
-                env=_env(Path(tmp)),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise FxLoaderError(f"cannot run {fx_bin} --version: {exc}") from exc
-    out = proc.stdout.strip()
-    if proc.returncode != 0 or not out:
-        raise FxLoaderError(f"{fx_bin} --version failed (rc {proc.returncode})")
-    return out.split()[-1]
+    return npm.cli_version(fx_bin, npm.scratch_env, FxLoaderError, timeout).split()[-1]
 
 
 def find(tools_dir: Path) -> Path | None:
@@ -142,18 +120,7 @@ def _private_copy(src: Path, dest: Path) -> None:
 
 
 def _run_json(argv: list[str], home: Path, timeout: float) -> tuple[int, dict[str, Any] | None]:
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=home,
-            env=_env(home),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise FxLoaderError(f"{' '.join(argv[1:])} failed to run: {exc}") from exc
+    proc = npm.run(argv, home, npm.scratch_env(home), timeout, FxLoaderError)
     try:
         value = json.loads(proc.stdout)
     except json.JSONDecodeError:

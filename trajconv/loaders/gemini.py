@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajconv.loaders.npm import npm_install
+from trajconv.loaders import npm
 
 PACKAGE = "@google/gemini-cli"
 VERSION = "0.61.0"
@@ -51,12 +51,7 @@ def _root(tools: Path) -> Path:
 
 
 def installed_version(tools: Path) -> str | None:
-    pkg = _root(tools) / "node_modules" / "@google" / "gemini-cli" / "package.json"
-    try:
-        value = json.loads(pkg.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, str) else None
+    return npm.package_version(_root(tools), "@google/gemini-cli")
 
 
 def find(tools: Path) -> Path | None:
@@ -70,16 +65,8 @@ def find(tools: Path) -> Path | None:
 def install(tools: Path, *, timeout: float = 600.0) -> Path:
     """Install the pinned CLI under ``tools/npm-gemini`` (idempotent); return the launcher."""
     tools = tools.resolve()
-    if find(tools) is None:
-        npm_install(
-            _root(tools), [f"{PACKAGE}@{VERSION}"], error=GeminiLoaderError, timeout=timeout
-        )
-    exe = find(tools)
-    if exe is None:
-        raise GeminiLoaderError(
-            f"npm install finished but {_root(tools)}/node_modules/.bin/gemini is missing"
-        )
-    return exe
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools, NPM_DIR, spec, GeminiLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- running
@@ -112,20 +99,15 @@ def write_settings(home: Path) -> None:
 
 def scratch_env(home: Path, base_url: str | None = None) -> dict[str, str]:
     """A minimal environment around a scratch HOME (nothing of the caller's, no real key)."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        "HOME": str(home),
+    own = {
         "GEMINI_CLI_HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
         "GEMINI_API_KEY": "trajconv-offline-dummy",
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "NO_COLOR": "1",
         "LANG": "C.UTF-8",
     }
     if base_url is not None:
-        env["GOOGLE_GEMINI_BASE_URL"] = base_url
-    return env
+        own["GOOGLE_GEMINI_BASE_URL"] = base_url
+    return npm.scratch_env(home, own, passed=("PATH",))
 
 
 def run(
@@ -135,19 +117,8 @@ def run(
     if not cwd.is_dir():
         raise GeminiLoaderError(f"the session's project directory {cwd} does not exist here")
     write_settings(home)
-    try:
-        return subprocess.run(
-            [str(Path(os.path.abspath(exe))), *args],
-            cwd=cwd,
-            env=scratch_env(home, base_url),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GeminiLoaderError(f"gemini {' '.join(args[:2])} failed: {exc}") from exc
+    argv: list[str | Path] = [Path(os.path.abspath(exe)), *args]
+    return npm.run(argv, cwd, scratch_env(home, base_url), RUN_TIMEOUT, GeminiLoaderError)
 
 
 def list_sessions(exe: Path, home: Path, cwd: Path) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.grok import layout
-from trajconv.loaders.npm import npm_install
+from trajconv.loaders import npm
 
 PACKAGE = "@xai-official/grok"
 VERSION = "1.0.41"
@@ -115,55 +115,21 @@ def binary_path(tools_dir: Path) -> Path:
     return tools_dir.absolute() / NPM_DIR / "node_modules" / ".bin" / "grok"
 
 
-#: variables passed through from the caller: search path, locale and TLS trust. Nothing else
-#: (no API keys, no real HOME).
-_PASS_ENV = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TERM",
-    "NODE_EXTRA_CA_CERTS",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-)
+#: the CLI's own home, a folder of the scratch home (its npm postinstall writes there too)
+_HOME = {"GROK_HOME": ".grok"}
 
 
 def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A minimal environment whose HOME and GROK_HOME are the scratch ``home``."""
-    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env["HOME"] = str(home)
-    env["GROK_HOME"] = str(home / ".grok")
-    env["NO_COLOR"] = "1"
-    if extra:
-        env.update(extra)
-    return env
+    own = npm.in_home(home, _HOME)
+    return npm.scratch_env(home, own | dict(extra or {}))
 
 
 def version(grok_bin: Path, timeout: float = 60.0) -> str:
     """``grok --version`` run with a throw-away home, e.g. ``"grok 1.0.41 (4220f3b224a6)"``."""
-    with tempfile.TemporaryDirectory(prefix="trajconv-grok-ver-") as tmp:
-        try:
-            proc = subprocess.run(
-                [str(grok_bin), "--version"],
-                cwd=tmp,
-                env=scratch_env(Path(tmp)),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise GrokLoaderError(f"cannot run {grok_bin} --version: {exc}") from exc
-    out = proc.stdout.strip()
-    if proc.returncode != 0 or not out.startswith("grok "):
-        raise GrokLoaderError(
-            f"{grok_bin} --version failed (rc {proc.returncode}): "
-            f"{(proc.stdout + proc.stderr).strip()[-500:]}"
-        )
+    out = npm.cli_version(grok_bin, scratch_env, GrokLoaderError, timeout)
+    if not out.startswith("grok "):
+        raise GrokLoaderError(f"{grok_bin} --version printed {out[-500:]!r}, not grok's version")
     return out
 
 
@@ -186,22 +152,8 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
     HOME and GROK_HOME point at a scratch dir that is deleted afterwards, so it writes nowhere
     real.
     """
-    found = find(tools_dir)
-    if found is not None:
-        return found
-    npm_install(
-        tools_dir.absolute() / NPM_DIR,
-        [f"{PACKAGE}@{VERSION}"],
-        error=GrokLoaderError,
-        timeout=timeout,
-        home_env=lambda home: {"GROK_HOME": str(home / ".grok")},
-    )
-    found = find(tools_dir)
-    if found is None:
-        raise GrokLoaderError(
-            f"{binary_path(tools_dir)} does not report grok {VERSION} after npm install"
-        )
-    return found
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, GrokLoaderError, timeout, _HOME)
 
 
 # --------------------------------------------------------------------------- offline config

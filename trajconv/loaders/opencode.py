@@ -22,7 +22,6 @@ This module never prints and never exits; failures are :class:`OpenCodeLoaderErr
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -33,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trajconv.loaders.npm import npm_install
+from trajconv.loaders import npm
 
 PACKAGE = "opencode-ai"
 VERSION = "1.18.33"
@@ -68,12 +67,7 @@ def binary_path(tools_dir: Path) -> Path:
 
 
 def installed_version(tools_dir: Path) -> str | None:
-    pkg = tools_dir.absolute() / NPM_DIR / "node_modules" / PACKAGE / "package.json"
-    try:
-        value = json.loads(pkg.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, str) else None
+    return npm.package_version(tools_dir.absolute() / NPM_DIR, PACKAGE)
 
 
 def find(tools_dir: Path) -> Path | None:
@@ -86,25 +80,11 @@ def find(tools_dir: Path) -> Path | None:
 
 def install(tools_dir: Path, timeout: float = 900.0) -> Path:
     """Install PACKAGE@VERSION into ``<tools_dir>/npm-opencode`` (idempotent); return the CLI."""
-    found = find(tools_dir)
-    if found is not None:
-        return found
-    npm_install(
-        tools_dir.absolute() / NPM_DIR,
-        [f"{PACKAGE}@{VERSION}"],
-        error=OpenCodeLoaderError,
-        timeout=timeout,
-    )
-    found = find(tools_dir)
-    if found is None:
-        raise OpenCodeLoaderError(f"{binary_path(tools_dir)} missing after npm install")
-    return found
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, OpenCodeLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- environment
-
-#: variables passed through from the caller: search path, locale, TLS trust; nothing else
-_PASS_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 #: switches that keep a run offline and quiet (names read from the 1.18.33 binary)
 _QUIET = {
@@ -146,19 +126,8 @@ def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
 
 def scratch_env(home: Path, base_url: str = OFFLINE_BASE_URL) -> dict[str, str]:
     """A minimal environment whose HOME and XDG folders are inside ``home``."""
-    env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env |= {
-        "HOME": str(home),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "NO_COLOR": "1",
-        "OPENCODE_CONFIG_CONTENT": json.dumps(config(base_url)),
-        **_QUIET,
-    }
-    return env
+    own = {"OPENCODE_CONFIG_CONTENT": json.dumps(config(base_url)), **_QUIET}
+    return npm.scratch_env(home, own)
 
 
 def run(
@@ -203,8 +172,7 @@ def run(
 
 
 def version(exe: Path) -> str:
-    with tempfile.TemporaryDirectory(prefix="trajconv-opencode-") as tmp:
-        return run(exe, Path(tmp), ["--version"], Path(tmp)).stdout.strip()
+    return npm.cli_version(exe, scratch_env, OpenCodeLoaderError)
 
 
 # --------------------------------------------------------------------------- list/import/export

@@ -30,7 +30,6 @@ import io as _io
 import os
 import re
 import secrets
-import shutil
 import sqlite3
 import sys
 import tarfile
@@ -58,6 +57,7 @@ from trajconv.snapshot.builder import iso_ms
 from trajconv.snapshot.fileload import Checked, StoredCheck, load_streamed, verify_streamed
 from trajconv.snapshot.models import Artifact, Snapshot
 from trajconv.snapshot.spool import Blob
+from trajconv.staging import staged_folder
 
 if sys.platform != "win32":
     import fcntl
@@ -1079,14 +1079,9 @@ def import_store(file: Path, root: Path) -> Moved:
     only then is it renamed into place. A missing or empty ``root`` is required.
     """
     file, root = Path(file), Path(root)
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise RefusedError(f"{root} exists and is not an empty folder; refusing to import into it")
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = root.parent / f".{root.name}.import-{secrets.token_hex(6)}"
     seen: dict[str, tuple[str, int]] = {}
     manifest: Any = None
-    try:
-        staging.mkdir(mode=0o700)
+    with staged_folder(root, "refusing to import into it") as staging:
         for sub in (SNAPSHOTS, ARTIFACTS, TMP):
             (staging / sub).mkdir(mode=0o700)
         try:
@@ -1123,12 +1118,6 @@ def import_store(file: Path, root: Path) -> Moved:
             raise FormatError(
                 file, f"damaged export: the unpacked store does not verify: {report.problems[0]}"
             )
-        if root.exists():
-            root.rmdir()
-        os.rename(staging, root)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return Moved(
         file=str(file),
         store=str(root),

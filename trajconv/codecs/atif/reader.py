@@ -82,6 +82,7 @@ class _Steps:
         self.default_model = default_model
         self.folder = folder
         self.limits = limits
+        self.times: list[str] = []  # every step's time, for the session's first and last
 
     def media(self, parts: list[Json], place: str) -> None:
         """Count image and audio parts; keep the files a relative path names inside the
@@ -108,6 +109,8 @@ class _Steps:
         b = self.b
         source = step["source"]
         time = _time(step.get("timestamp"))
+        if time is not None:
+            self.times.append(time)
         units = 1
 
         def ev(where: str, nid: str | None = None) -> Any:
@@ -244,6 +247,15 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         b.diagnostics.add("nested-namespace", f"{name}:{at}.subagent_trajectories[{k}]")
     if parent is None:
         _follow(doc, doc_path, b, steps, limits, len(data))
+    extra = chosen.get("extra")
+    if steps.times and not (isinstance(extra, dict) and "trajconv" in extra):
+        # a trajectory trajconv did not write states no session times: its first and last step's
+        b.session = b.session.model_copy(
+            update={
+                "created_at": b.session.created_at or min(steps.times),
+                "updated_at": b.session.updated_at or max(steps.times),
+            }
+        )
     if b.record_count > limits.max_records:
         raise LimitError(doc_path, "max_records", limits.max_records)
     return b.build()

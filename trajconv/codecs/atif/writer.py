@@ -6,9 +6,13 @@ attached to the step of its call (the only link ATIF has). ATIF results have no 
 a result's success flag and exit status go into the result's ``extra`` (v1.7+) or the
 step's ``extra`` (older versions) under ``trajconv``, where standard consumers do not
 look, so each is counted as ``untranslated-tool-status``. Session facts ATIF has no
-field for (title, cwd, branch, times) go into the root ``extra`` (v1.1+). Nothing is
-invented: a step without a time has no ``timestamp``; an agent version the source does
-not know is ``"unknown"``, the value Harbor itself writes (``defaults-assumed``).
+field for (title, cwd, branch, times) go into the root ``extra`` (v1.1+; a v1.0 document
+names each one it leaves out); the cwd is the one ``--cwd`` names, if given. A step has one
+time and one model: a record joined into a step whose time or model is not its own is named
+(``untranslated-time``, ``untranslated-model``; ``timestamps-synthesized``, ``model-assumed``
+when it had none). Nothing is invented: a step without a time has no ``timestamp``; an
+agent version the source does not know is ``"unknown"``, the value Harbor itself writes
+(``defaults-assumed``).
 
 ATIF is a document, not a live store: the export holds ``trajectory.json`` and no
 ``prepare.py``. Every written document is checked by :func:`native.problem` (the ``atif``
@@ -21,7 +25,7 @@ import json
 from typing import Any
 
 from trajconv.codecs.atif import layout, native
-from trajconv.codecs.base import ExportFile, ExportPlan
+from trajconv.codecs.base import ExportFile, ExportPlan, name_joined_models
 from trajconv.errors import RefusedError, UsageError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
@@ -53,6 +57,7 @@ class _Steps:
         self.steps: list[Json] = []
         self.open: Json | None = None  # the agent step an inference is still adding to
         self.call_step: dict[str, int] = {}
+        self.joined: list[tuple[int, Json]] = []  # (step index, record) of agent-step records
 
     def _new(self, source: str, time: str | None, message: str = "") -> Json:
         step: Json = {"step_id": len(self.steps) + 1}
@@ -90,16 +95,36 @@ class _Steps:
             else:
                 step["reasoning_content"] = text
             self._model(step, rec)
+            self._join(rec)
         else:  # assistant
             cur = self.open
             fresh = cur is None or bool(cur["message"]) or "tool_calls" in cur
             step = self._agent(time, fresh)
             step["message"] = text
             self._model(step, rec)
+            self._join(rec)
 
     def _model(self, step: Json, rec: Json) -> None:
         if rec.get("model") and "model_name" not in step:
             step["model_name"] = rec["model"]
+
+    def _join(self, rec: Json, index: int | None = None) -> None:
+        """``rec`` went into a step (the newest unless ``index``) whose time and model it
+        shares on re-reading: :meth:`name_step_facts` names where they are not its own."""
+        self.joined.append((len(self.steps) - 1 if index is None else index, rec))
+
+    def name_step_facts(self, agent_model: str | None) -> None:
+        """ATIF keeps one time and one model per step (a step without a model is the
+        agent's): a record joined into a step whose time or model is not its own, or that
+        had none, is named."""
+        for index, rec in self.joined:
+            step = self.steps[index]
+            if rec["time"] != step.get("timestamp"):
+                code = "timestamps-synthesized" if rec["time"] is None else "untranslated-time"
+                self.diags.add(code, rec["id"])
+            if rec["kind"] in ("reasoning", "assistant"):
+                model = step.get("model_name") or agent_model
+                name_joined_models(self.diags, model, [(rec["id"], rec.get("model"))])
 
     def call(self, rec: Json) -> None:
         call = rec["call"]
@@ -113,6 +138,7 @@ class _Steps:
             {"tool_call_id": call["id"], "function_name": call["name"], "arguments": args}
         )
         self.call_step[call["id"]] = len(self.steps) - 1
+        self._join(rec)
 
     def result(self, rec: Json) -> None:
         res = rec["result"]
@@ -130,6 +156,7 @@ class _Steps:
             step = self.steps[index]
             if index != len(self.steps) - 1:
                 self.diags.add("reordered-result", rec["id"])
+            self._join(rec, index)
         status = {
             k: v for k, v in (("ok", res["ok"]), ("exit_code", res["exit_code"])) if v is not None
         }
@@ -143,21 +170,38 @@ class _Steps:
         step.setdefault("observation", {"results": []})["results"].append(entry)
 
 
-def _root_extra(snapshot: Snapshot) -> Json:
+# The session facts ATIF keeps only in the root ``extra`` (v1.1+), with the code that names
+# each one a v1.0 document leaves out.
+SESSION_FACTS = {
+    "title": "untranslated-title",
+    "cwd": "untranslated-cwd",
+    "branch": "untranslated-branch",
+    "created_at": "untranslated-time",
+    "updated_at": "untranslated-time",
+    "parent_session_id": "untranslated-parent-session",
+}
+
+
+def _session_facts(snapshot: Snapshot, cwd: str | None) -> Json:
+    """The session's facts ATIF has no field for; ``cwd`` is the one the user named."""
     s = snapshot.session
     facts = {
         "title": s.title,
-        "cwd": s.cwd,
+        "cwd": cwd or s.cwd,
         "branch": s.branch,
         "created_at": s.created_at,
         "updated_at": s.updated_at,
         "parent_session_id": s.parent_session_id,
     }
+    return {k: v for k, v in facts.items() if v is not None}
+
+
+def _root_extra(snapshot: Snapshot, facts: Json) -> Json:
     return {
         "trajconv": {
             "snapshot_id": snapshot.id,
             "source": {"harness": snapshot.source.harness, "locator": snapshot.source.locator},
-            "session": {k: v for k, v in facts.items() if v is not None},
+            "session": facts,
         }
     }
 
@@ -175,6 +219,7 @@ def plan(snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> Ex
             steps.result(rec)
         else:
             steps.text(kind, rec)
+    steps.name_step_facts(snapshot.session.model)
     if not steps.steps:
         raise RefusedError(
             "refusing to write atif: the session has no records, and ATIF needs at least one step"
@@ -193,10 +238,12 @@ def plan(snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> Ex
         "agent": agent,
         "steps": steps.steps,
     }
+    facts = _session_facts(snapshot, options.get("cwd"))
     if minor >= 1:
-        doc["extra"] = _root_extra(snapshot)
-    elif snapshot.session.title:
-        diags.add("untranslated-title", "session")
+        doc["extra"] = _root_extra(snapshot, facts)
+    else:
+        for fact in facts:
+            diags.add(SESSION_FACTS[fact], f"session.{fact}")
     found = native.problem(doc)
     if found is not None:  # a bug in this writer, never the user's input
         raise AssertionError(f"the ATIF writer produced an invalid trajectory: {found}")
