@@ -92,6 +92,8 @@ class _Messages:
         self.calls: dict[str, dict[str, Any]] = {}
         self.count = 0
         self.prompts = 0
+        #: the model of the last message written (the reader takes the session's from it)
+        self.last_model: str | None = None
 
     def mid(self, seq: int) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot_id}:gemini:{seq}"))
@@ -121,6 +123,7 @@ class _Messages:
             msg.pop("toolCalls", None)
         if not msg["content"] and not msg["thoughts"] and not calls:
             return
+        self.last_model = msg.get("model") or self.last_model
         self.out.write(_line(msg))
         self.count += 1
         self.calls = {}
@@ -267,6 +270,9 @@ def plan(
         diags.add("title-missing", "summary")
     if session.branch:
         diags.add("untranslated-branch", "session branch")
+    if session.model and msgs.last_model != session.model:
+        # the file has no session model: a reader takes the last answer's
+        diags.add("untranslated-model", "session model")
     if session.parent_session_id:
         # written as a main session of the project (a subagent's file would not list)
         diags.add("untranslated-parent-session", "session parent")
