@@ -169,6 +169,7 @@ _CODES: tuple[Code, ...] = (
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
+    _w("untranslated-assistant", "warning", "assistant text the target cannot hold was left out"),
     _w(
         "untranslated-tool-status",
         "warning",
