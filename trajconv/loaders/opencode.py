@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -307,6 +310,49 @@ def continue_session(
         session_id=session_id,
     )
     return result.requests
+
+
+#: the fixture session continued for the baseline: two turns, reasoning, three calls in one
+#: step (one a ``read`` in the ``error`` state, one ``ls`` that exits 2), a resumed turn
+CONTINUATION_CASE = ("recorded-tools", None)
+#: ``opencode run --session`` opens the session's own directory (``session.directory``), not
+#: the one it runs in, and fails there when that folder does not exist (seen with 1.18.33:
+#: "creating instance directory=<session directory>", then ``UnknownError``)
+NEEDS_PROJECT_DIR = True
+#: OpenCode sends the reasoning parts of its own sessions back (``reasoning_content`` of the
+#: assistant message, when the message's provider/model is the one answering)
+REPLAYS_REASONING = True
+
+
+def install_fixture(case_dir: Path, home: Path, cwd: str | None = None) -> None:
+    """Copy a recorded fixture's ``opencode.db`` into ``home``'s data folder; with ``cwd``,
+    its sessions are filed under that (scratch) project folder instead of the recorded one."""
+    db = data_dir(home) / "opencode.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(case_dir / "opencode.db", db)
+    if cwd is not None:
+        con = sqlite3.connect(db)
+        try:
+            with con:
+                con.execute("update session set directory = ?", (cwd,))
+        finally:
+            con.close()
+
+
+def install_export(export_dir: Path, home: Path) -> None:
+    """Run the export's ``prepare.py`` into ``home`` with the pinned CLI (``--opencode``)."""
+    from trajconv.loaders import tools_dir
+
+    exe = find(tools_dir())
+    if exe is None:
+        raise OpenCodeLoaderError(INSTALL_HINT)
+    done = subprocess.run(
+        [sys.executable, str(export_dir / "prepare.py"), "--home", str(home),
+         "--opencode", str(exe)],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=scratch_env(home), check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise OpenCodeLoaderError(f"prepare.py exited {done.returncode}: {done.stderr[-2000:]}")
 
 
 def _content_text(content: Any) -> str:
