@@ -92,6 +92,13 @@ def test_request_items_reads_every_block_kind() -> None:
                 ],
             },
             {"role": "system", "content": [{"type": "text", "text": "env"}]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "<system-reminder>now</system-reminder>"},
+                    {"type": "text", "text": "go on"},
+                ],
+            },
         ],
     }
     assert claude_loader.request_items(body) == [
@@ -101,9 +108,50 @@ def test_request_items_reads_every_block_kind() -> None:
         {"kind": "assistant", "text": "a"},
         {"kind": "tool-call", "name": "Bash", "arguments": {"c": 1}, "id": "toolu_1"},
         {"kind": "tool-result", "call_id": "toolu_1", "text": "x", "error": False},
-        {"kind": "system", "text": "<system-reminder>r</system-reminder>"},
+        {"kind": "user", "text": "<system-reminder>r</system-reminder>"},
         {"kind": "system", "text": "env"},
+        # the CLI's context beside the turn being asked belongs to that turn
+        {"kind": "system", "text": "<system-reminder>now</system-reminder>"},
+        {"kind": "user", "text": "go on"},
     ]
+
+
+def test_unwrap_user_tells_the_clis_context_from_a_prompt() -> None:
+    assert claude_loader.unwrap_user("hi") == ("hi", None)
+    reminder = "<system-reminder>\nToday's date is 2026-12-01.\n</system-reminder>"
+    assert claude_loader.unwrap_user(reminder) == ("", reminder)
+    left_out = "[CLI text left out: 579 chars, sha256 c7c420407202d49d]\n"
+    assert claude_loader.unwrap_user(left_out) == ("", left_out)
+    # the context is not part of the conversation the native check compares
+    items = [{"kind": "user", "text": reminder}, {"kind": "user", "text": "hi"}]
+    assert claude_loader.conversation(items) == [("user", "hi")]
+
+
+def test_context_is_compared_and_the_new_turns_context_left_aside() -> None:
+    from trajconv.loaders import continuation as cont
+
+    reminder = "<system-reminder>\nAttribution\n</system-reminder>"
+
+    def body(*messages: object) -> dict[str, object]:
+        return {"system": "sys", "messages": list(messages)}
+
+    prompt = {"role": "user", "content": cont.PROMPT}
+    hi = {
+        "role": "user",
+        "content": [{"type": "text", "text": reminder}, {"type": "text", "text": "hi"}],
+    }
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}
+    base = claude_loader.request_items(body(hi, answer, prompt))
+    # the continued copy lacks the first turn's reminder; the CLI sends one with the new prompt
+    beside = {
+        "role": "user",
+        "content": [{"type": "text", "text": reminder}, {"type": "text", "text": cont.PROMPT}],
+    }
+    got = claude_loader.request_items(body({"role": "user", "content": "hi"}, answer, beside))
+    bare = cont.compare("claude", "claude", base, got, {})
+    assert [(d.kind, d.what) for d in bare.differences] == [("context", "missing")]
+    named = cont.compare("claude", "claude", base, got, {"context-not-projected": 1})
+    assert named.ok and named.summary() == "model saw 2/3"
 
 
 def test_parity_verdict_uses_the_real_cli(claude_bin: Path, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trajconv.codecs.claude import native
+from trajconv.codecs.claude import layout, native
 from trajconv.loaders.npm import npm_install
 from trajconv.snapshot.models import Snapshot
 
@@ -152,6 +153,16 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
 #: the scripted answer to the continued turn
 REPLY = "Continued by the scripted model."
 
+#: the fixture session whose stored baseline makes Claude Code a continuation source
+#: (``fixtures/claude/recorded-continuation``: two turns, thinking, a failed Read, a shell
+#: command exiting 2)
+CONTINUATION_CASE = ("recorded-continuation", None)
+
+
+def install_fixture(case_dir: Path, home: Path) -> None:
+    """Place a recorded fixture (a HOME holding ``.claude/projects/``) into ``home``."""
+    shutil.copytree(case_dir / layout.CONFIG, home / layout.CONFIG, symlinks=True)
+
 
 def continue_session(
     exe: Path,
@@ -203,21 +214,37 @@ def continue_session(
     return bodies
 
 
-def _user_text_item(text: str) -> JsonObj:
-    # The CLI adds its own context to user messages (``<system-reminder>`` blocks); that is
-    # harness text, not the person's words.
-    kind = "system" if native.HARNESS_TEXT.match(text) else "user"
-    return {"kind": kind, "text": text}
+#: Claude Code 2.1.332 sends the thinking blocks of its own sessions back (with their
+#: signatures) on every assistant message of a resumed conversation (the baseline request of
+#: ``recorded-continuation`` carries both turns' thinking)
+REPLAYS_REASONING = True
+
+#: what the project's recorder puts in place of the CLI's own long texts in attachment lines
+#: (``fixtures/record/claude.py``); a resumed fixture sends that placeholder where the CLI
+#: would send its reminder
+_LEFT_OUT = re.compile(r"^\[CLI text left out: \d+ chars, sha256 [0-9a-f]+\]\s*$")
+
+
+def unwrap_user(text: str) -> tuple[str, str | None]:
+    """A user text block the CLI added itself is all context (core ``""``): its
+    ``<system-reminder>`` blocks (rendered attachments such as the commit attribution it
+    replays on resume), command echoes, task notifications; the user's prompt is sent
+    unwrapped, as typed."""
+    if native.HARNESS_TEXT.match(text) or _LEFT_OUT.match(text):
+        return "", text
+    return text, None
 
 
 def request_items(body: JsonObj) -> list[JsonObj]:
     """What the model saw in one Messages API request body, as conversation items in order.
 
     ``system`` blocks and ``role: system`` messages (2.1.332 sends mid-conversation system
-    turns) are system items; user text blocks are user items unless they are the CLI's own
-    ``<system-reminder>`` context; ``tool_result`` -> tool-result (``is_error`` absent =
-    success); ``text`` / ``thinking`` / ``tool_use`` of assistant messages -> assistant /
-    reasoning / tool-call. Images and redacted thinking are left out.
+    turns) are system items; user text blocks are user items (the CLI's own context among
+    them is told apart by :func:`unwrap_user`), except the CLI's context in the last user
+    message, which belongs to the turn being asked (a system item); ``tool_result`` ->
+    tool-result (``is_error`` absent = success); ``text`` / ``thinking`` / ``tool_use`` of
+    assistant messages -> assistant / reasoning / tool-call. Images and redacted thinking are
+    left out.
     """
     items: list[JsonObj] = []
     system = body.get("system")
@@ -227,9 +254,9 @@ def request_items(body: JsonObj) -> list[JsonObj]:
         text = native.text_of(system)
         if text:
             items.append({"kind": "system", "text": text})
-    for msg in body.get("messages") or []:
-        if not isinstance(msg, dict):
-            continue
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    for n, msg in enumerate(messages):
         role = msg.get("role")
         content = msg.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -242,8 +269,13 @@ def request_items(body: JsonObj) -> list[JsonObj]:
                     items.append({"kind": "assistant", "text": block["text"]})
                 elif role == "system":
                     items.append({"kind": "system", "text": block["text"]})
+                elif n == last_user and not unwrap_user(block["text"])[0]:
+                    # context the CLI sends beside the turn being asked (a reminder it has
+                    # not sent in the session yet) belongs to that turn, like the system
+                    # prompt
+                    items.append({"kind": "system", "text": block["text"]})
                 else:
-                    items.append(_user_text_item(block["text"]))
+                    items.append({"kind": "user", "text": block["text"]})
             elif btype == "thinking" and isinstance(block.get("thinking"), str):
                 items.append({"kind": "reasoning", "text": block["thinking"]})
             elif btype == "tool_use":
@@ -279,6 +311,8 @@ def conversation(items: list[JsonObj]) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     for it in items:
         kind = it["kind"]
+        if kind == "user" and not unwrap_user(it["text"])[0]:
+            continue  # the CLI's own context
         if kind in ("user", "assistant", "reasoning"):
             out.append((kind, _text(kind, it["text"])))
         elif kind == "tool-call":

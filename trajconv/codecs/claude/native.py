@@ -71,3 +71,13 @@ def is_chain(obj: dict[str, Any]) -> bool:
 
 def str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
+
+
+def rendered(obj: dict[str, Any]) -> bool:
+    """Whether an ``attachment`` line holds ``rendered`` text: what the CLI (2.1.332) sends to
+    the model for it when the session is resumed (``renderedRole`` user or system)."""
+    parts = obj.get("rendered")
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and isinstance(p.get("content"), str) and p["content"].strip()
+        for p in parts
+    )

@@ -15,7 +15,9 @@ Format facts: ``codecs/claude/README.md`` (observed with 2.1.332). Rules impleme
   markers, compaction summaries) becomes ``system`` records, never user prompts; assistant
   lines of the ``<synthetic>`` model (API error notices) too;
 * ``attachment`` lines (harness context) and side lines (``last-prompt``, ``queue-operation``,
-  ``api-request*``, ``cost-state`` ...) are counted by name; titles come from the side lines;
+  ``api-request*``, ``cost-state`` ...) are counted by name; an attachment with ``rendered``
+  text (which a resumed CLI sends to the model) is also counted as ``context-not-projected``;
+  titles come from the side lines;
 * record ids are ``claude:<uuid>`` (``:<block>`` for the second and later blocks of a line).
 
 The chain needs one pass over the file before the records (``uuid`` -> parent, about 100 bytes
@@ -160,6 +162,9 @@ class _Projector:
             sub = obj.get("attachment")
             sub_type = sub.get("type") if isinstance(sub, dict) else None
             self.d.add("lifecycle-dropped", place, name=f"{kind}:{sub_type}" if sub_type else kind)
+            if native.rendered(obj):
+                # the CLI sends this text to the model again when the session is resumed
+                self.d.add("context-not-projected", place, name=sub_type)
         unit.finish()
 
     def user(self, unit: _Unit, obj: dict[str, Any]) -> None:
