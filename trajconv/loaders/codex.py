@@ -279,6 +279,19 @@ def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
 
 CONTINUE_REPLY = "Continued."
 
+#: the recorded fixture whose continuation is the codex baseline: two turns (the second one
+#: added by ``codex exec resume``), three shell calls of which ``false`` exited 1, reasoning
+CONTINUATION_CASE = ("resumed", None)
+
+
+def install_fixture(case_dir: Path, home: Path) -> None:
+    """Place a recorded fixture's rollouts (``.codex/sessions``) into ``home/.codex``; its
+    reduced thread index stays behind (the CLI finds a rollout by scanning, and builds its
+    own ``state_5.sqlite``)."""
+    for sub in ("sessions", "archived_sessions"):
+        if (case_dir / ".codex" / sub).is_dir():
+            shutil.copytree(case_dir / ".codex" / sub, home / ".codex" / sub, symlinks=True)
+
 
 def _rollout(codex_home: Path, session_id: str) -> Path:
     found = sorted(codex_home.glob(f"sessions/*/*/*/rollout-*-{session_id}.jsonl"))
@@ -385,6 +398,57 @@ def _parts_text(content: Any) -> str:
     return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p)
 
 
+#: 0.171.0 sends the reasoning items of its own rollouts back to the model (their readable
+#: ``summary``; ``encrypted_content`` too when the rollout has it), observed in the request
+#: of the continued ``resumed`` fixture
+REPLAYS_REASONING = True
+
+
+def _is_context(item: dict[str, Any]) -> bool:
+    """A message the harness adds: developer text or a user-role harness tag."""
+    from trajconv.codecs.codex.native import is_person_prompt
+
+    role = item.get("role")
+    if role == "developer" or role == "system":
+        return True
+    return role == "user" and not is_person_prompt(item, _parts_text(item.get("content")))
+
+
+def _turn_context(inputs: list[dict[str, Any]]) -> set[int]:
+    """Positions of the context the CLI put before the last prompt for the new turn (its
+    developer instructions and ``<environment_context>`` when the cwd or settings differ
+    from the rollout's, observed with 0.171.0): harness text of this run, not the session's."""
+    last = next(
+        (
+            n
+            for n in range(len(inputs) - 1, -1, -1)
+            if inputs[n].get("type", "message") == "message"
+            and inputs[n].get("role") == "user"
+            and not _is_context(inputs[n])
+        ),
+        None,
+    )
+    out: set[int] = set()
+    if last is None:
+        return out
+    n = last - 1
+    while n >= 0 and inputs[n].get("type", "message") == "message" and _is_context(inputs[n]):
+        out.add(n)
+        n -= 1
+    return out
+
+
+def unwrap_user(text: str) -> tuple[str, str | None]:
+    """A user-role message the CLI injected (``<environment_context>``, AGENTS.md
+    instructions, ``<turn_aborted>`` and the other harness tags) is all context; a prompt is
+    sent as typed, unwrapped."""
+    from trajconv.codecs.codex.native import HARNESS_TAGS
+
+    if text.lstrip().startswith(HARNESS_TAGS):
+        return "", text
+    return text, None
+
+
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Responses request body, as conversation items in order.
 
@@ -392,29 +456,26 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     print at the head of the output (``Process exited with code N`` / ``Exit code: N``) or
     the failure head trajconv's writer puts there, else None.
     """
-    from trajconv.codecs.codex.native import (
-        is_person_prompt,
-        output_failed,
-        parse_arguments,
-    )
+    from trajconv.codecs.codex.native import output_failed, parse_arguments
 
     items: list[dict[str, Any]] = []
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
         items.append({"kind": "system", "text": instructions})
-    for item in body.get("input") or []:
-        if not isinstance(item, dict):
-            continue
+    inputs = [i for i in body.get("input") or [] if isinstance(i, dict)]
+    fresh = _turn_context(inputs)
+    for n, item in enumerate(inputs):
         kind = item.get("type", "message" if "role" in item else None)
         if kind == "message":
             role = item.get("role")
             text = _parts_text(item.get("content"))
             if role == "assistant":
                 mapped = "assistant"
-            elif role == "user" and is_person_prompt(item, text):
+            elif role == "user" and n not in fresh:
+                # the person's prompt, or context the session holds (``unwrap_user``)
                 mapped = "user"
             else:
-                mapped = "system"  # developer text, <environment_context> and other tags
+                mapped = "system"  # developer text, and the context the CLI adds for this turn
             items.append({"kind": mapped, "text": text})
         elif kind == "reasoning":
             parts = [*(item.get("summary") or []), *(item.get("content") or [])]
@@ -479,8 +540,14 @@ def snapshot_items(snapshot: Snapshot) -> list[dict[str, Any]]:
 
 
 def conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``request_items`` without the harness's system text and reasoning."""
-    return [i for i in items if i["kind"] not in ("system", "reasoning")]
+    """``request_items`` without the harness's system text, its user-role context
+    (``unwrap_user``) and reasoning."""
+    return [
+        i
+        for i in items
+        if i["kind"] not in ("system", "reasoning")
+        and not (i["kind"] == "user" and not unwrap_user(str(i["text"]))[0])
+    ]
 
 
 def _main(argv: list[str]) -> int:

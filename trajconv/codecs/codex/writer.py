@@ -5,6 +5,9 @@ a file): ``session_meta`` first (``source: "cli"`` so the picker lists it, ``mod
 the id the user will resume with: a mismatch refuses to resume, §3.1), then per record a
 ``response_item`` (the history the CLI replays to the model, §9) and, for prompts and replies,
 the ``event_msg user_message`` / ``agent_message`` the picker and transcript read (§8).
+A system record the Codex reader made of a user-role message (Codex's own context such as
+``<environment_context>`` or the AGENTS.md instructions, §3.2) goes back as a ``user``
+message, as the CLI sent it; other system text is a ``developer`` message.
 
 Never written: ``encrypted_content`` (only the provider that issued it can read it, §5), so
 reasoning is ``untranslated-reasoning``; observations; a ``turn_context`` (the CLI takes the
@@ -40,6 +43,8 @@ from trajconv.snapshot.spool import Blob, Spool
 DEFAULT_PROVIDER = "openai"
 ORIGINATOR = "trajconv"
 EPOCH = "1970-01-01T00:00:00.000Z"
+#: ``evidence.native`` of a system record the reader made of a user-role context message
+USER_CONTEXT = f"{native.RESPONSE_ITEM}:message:user"
 
 
 def _line(time: str, kind: str, payload: dict[str, Any]) -> bytes:
@@ -135,6 +140,8 @@ def plan(
                 continue
             if rec.kind in ("user", "assistant", "system"):
                 role = {"user": "user", "assistant": "assistant", "system": "developer"}[rec.kind]
+                if rec.kind == "system" and rec.evidence.native == USER_CONTEXT:
+                    role = "user"  # Codex's own context (<environment_context>, AGENTS.md)
                 part = "output_text" if rec.kind == "assistant" else "input_text"
                 message = {
                     "type": "message",
