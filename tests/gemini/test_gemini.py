@@ -93,7 +93,31 @@ def test_recorded_tool_failures_take_ok_from_status_and_exit_code() -> None:
     # the CLI's second copy of each result (a user message) is counted, not read twice
     diags = {d.code: d.count for d in snap.diagnostics}
     assert diags["repeated-terminal-result"] == 2
+    # ... and each result in it, since the CLI replays that copy to the model on resume
+    assert diags["repeated-result-replayed"] == 3
     assert [r.kind for r in snap.records].count("system") == 1  # the <session_context>
+
+
+def test_a_failing_shell_command_is_written_as_the_cli_records_it(tmp_path: Path) -> None:
+    """A shell result whose output says its exit code is a ``success`` with that output (as
+    the CLI records and replays it); any other failure is an ``error`` response."""
+    _snap, out = _convert(_by_case("recorded-tool-failures"), tmp_path / "out")
+    written = next((out / "home/.gemini/tmp").glob("*/chats/session-*.jsonl"))
+    calls = [
+        call
+        for line in written.read_text(encoding="utf-8").splitlines()
+        for call in json.loads(line).get("toolCalls", [])
+    ]
+    shown = [
+        (c["name"], c["status"], *c["result"][0]["functionResponse"]["response"]) for c in calls
+    ]
+    assert shown == [
+        ("list_directory", "success", "output"),
+        ("read_file", "error", "error"),
+        ("run_shell_command", "success", "output"),
+    ]
+    again = [r.result for r in trajconv.read("gemini", written).records if r.kind == "tool-result"]
+    assert [(r.ok, r.exit_code) for r in again] == [(True, None), (False, None), (False, 2)]
 
 
 def test_recorded_resume_reads_the_rewritten_history_once() -> None:

@@ -13,7 +13,8 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``install_export(export_dir, home)``: install an export into a scratch home (default: run the
   export's ``prepare.py --home HOME`` with this Python);
 * ``install_fixture(case_dir, home)``: place an original fixture session into a scratch home
-  (only needed to record a baseline);
+  (only needed to record a baseline); with ``NEEDS_PROJECT_DIR``
+  ``install_fixture(case_dir, home, project)`` installs it for the scratch folder ``project``;
 * ``CONTINUATION_CASE = (case, session id or None)``: the fixture session
   (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source
   (this module's ``CASES`` names those of grok, copilot and deepagents);
@@ -90,7 +91,7 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary",),
     ("tool-call", "missing"): ("untranslated-pending-call",),
-    ("tool-result", "missing"): ("untranslated-orphan-result",),
+    ("tool-result", "missing"): ("untranslated-orphan-result", "repeated-result-replayed"),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
     ("tool-result", "text"): ("exit-status-in-text",),
 }
@@ -385,8 +386,17 @@ def record_baseline(harness: str, tools: Path | None = None) -> Path:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         home.mkdir()
         work.mkdir()
-        mod.install_fixture(case_dir, home)
-        bodies: list[JsonObj] = mod.continue_session(exe, home, session_id, cwd, PROMPT, work)
+        run_cwd = cwd
+        if getattr(mod, "NEEDS_PROJECT_DIR", False):
+            # the recorded project folder is not on this machine: the fixture is installed
+            # for a scratch one (``install_fixture(case_dir, home, project)``)
+            project = Path(tmp) / "project"
+            project.mkdir()
+            mod.install_fixture(case_dir, home, project)
+            run_cwd = str(project)
+        else:
+            mod.install_fixture(case_dir, home)
+        bodies: list[JsonObj] = mod.continue_session(exe, home, session_id, run_cwd, PROMPT, work)
     if not bodies:
         raise ContinuationError(f"{harness}/{case}: the continued turn made no model request")
     doc = {
@@ -423,7 +433,7 @@ def read_fixture(harness: str) -> Snapshot:
 
 #: request keys kept in a stored baseline (the conversation; tools schemas and the like are
 #: large, harness-owned and not compared)
-_KEEP_KEYS = ("model", "messages", "input", "instructions")
+_KEEP_KEYS = ("model", "messages", "input", "instructions", "contents", "systemInstruction")
 
 
 def _strip_request(body: JsonObj) -> JsonObj:
@@ -431,6 +441,9 @@ def _strip_request(body: JsonObj) -> JsonObj:
     out: JsonObj = {k: body[k] for k in _KEEP_KEYS if k in body}
     if isinstance(out.get("instructions"), str):
         out["instructions"] = f"(system prompt, {len(out['instructions'])} chars)"
+    if isinstance(out.get("systemInstruction"), dict):  # Gemini API
+        size = len(_content_text(out["systemInstruction"].get("parts")))
+        out["systemInstruction"] = {"parts": [{"text": f"(system prompt, {size} chars)"}]}
     for key in ("messages", "input"):
         seq = out.get(key)
         if isinstance(seq, list):

@@ -290,8 +290,12 @@ def expected_items(records: Any, prompt: str) -> list[tuple[Any, ...]]:
     """What a resumed model must see of a session's records (``Snapshot.records``), in order,
     then ``prompt``: reasoning and system text aside (the CLI sends no thoughts, and the format
     has no system message) but for a compression summary, an empty assistant text aside, a
-    call's non-object arguments as the writer wraps them."""
+    call's non-object arguments as the writer wraps them, a result's failure as the writer
+    shows it (a failing shell command's as its output)."""
+    from trajconv.codecs.gemini.writer import shown_as_error
+
     out: list[tuple[Any, ...]] = []
+    names: dict[str, str] = {}
     for r in records:
         if r.kind == "user":
             out.append(("user", r.text))
@@ -300,12 +304,14 @@ def expected_items(records: Any, prompt: str) -> list[tuple[Any, ...]]:
         elif r.kind == "assistant" and r.text:
             out.append(("assistant", r.text))
         elif r.kind == "tool-call":
+            names[r.call.id] = r.call.name
             args = r.call.arguments
             out.append(
                 ("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args})
             )
         elif r.kind == "tool-result":
-            out.append(("tool-result", r.result.output, r.result.ok is False))
+            shown = shown_as_error(names.get(r.result.call_id, ""), r.result)
+            out.append(("tool-result", r.result.output, shown))
     if out and out[-1][0] == "tool-result":
         # geminiChat.ts closeUnansweredToolResponseTurn: history that ends with an unanswered
         # tool response gets a closing model turn, so the next prompt stays a turn of its own
@@ -326,6 +332,34 @@ def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         elif it["kind"] == "tool-result":
             out.append(("tool-result", it["text"], it["error"]))
     return out
+
+
+# --------------------------------------------------------------------------- continuation
+
+#: the continuation fixture: one prompt answered over three model turns, with thought
+#: summaries, a failing ``read_file`` (``status: error``) beside a succeeding call, and a shell
+#: command that exits 2
+CONTINUATION_CASE = ("recorded-tool-failures", None)
+
+#: the CLI resumes a session only from inside its project folder (``--resume`` looks the id
+#: up among the sessions of the current directory's project)
+NEEDS_PROJECT_DIR = True
+
+#: 0.61.0 sends no thoughts of its own sessions back to the model on resume
+#: (``convertSessionToClientHistory`` replays ``content`` and ``toolCalls`` only; the
+#: recorded-resume fixture's resumed request carries no ``thought`` part)
+REPLAYS_REASONING = False
+
+
+def install_fixture(case_dir: Path, home: Path, project: Path) -> None:
+    """Place a recorded fixture (a user home holding ``.gemini/`` with one project) into
+    ``home``, its project marker pointed at the scratch ``project`` folder (the recorded cwd
+    does not exist here; the CLI finds a project by its marker)."""
+    shutil.copytree(case_dir / ".gemini", home / ".gemini", symlinks=True)
+    markers = list((home / ".gemini" / "tmp").glob("*/.project_root"))
+    if len(markers) != 1:
+        raise GeminiLoaderError(f"{case_dir}: expected one project marker, found {len(markers)}")
+    markers[0].write_text(str(project), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- export check

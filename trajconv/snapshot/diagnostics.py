@@ -159,6 +159,13 @@ _CODES: tuple[Code, ...] = (
         units=False,
     ),
     _r(
+        "repeated-result-replayed",
+        "info",
+        "a second copy of a tool result that the harness also sends its model (so its model "
+        "saw the result twice) is not a record; a target shows the result once",
+        units=False,
+    ),
+    _r(
         "provider-ids-not-projected",
         "info",
         "ids a model provider gave a message's parts (Responses-API items) or the message's "

@@ -38,6 +38,8 @@ PREFIX = "gemini"
 #: a defining place: (file index, line, index in ``$set.messages`` or -1)
 Place = tuple[int, int, int]
 _EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+#: the CLI's shell tool, whose output carries the exit status
+SHELL = "run_shell_command"
 #: user-role text the CLI itself writes: its context, and the summary a compression keeps
 SNAPSHOT = "<state_snapshot>"
 _CONTEXT = ("<session_context>", "<hook_context>", SNAPSHOT)
@@ -223,6 +225,8 @@ class _Projector:
                     part["functionResponse"], None, mid, art, line, si, time
                 ):
                     repeated = True
+                    # the CLI replays this copy too: a resumed model sees the result twice
+                    self.d.add("repeated-result-replayed", f"{art}:{line}")
         elif mtype == "gemini":
             model = msg.get("model") if isinstance(msg.get("model"), str) else None
             self.model = model or self.model
@@ -337,7 +341,7 @@ class _Projector:
         if call_id in self.done:
             return False
         output, ok = result_of(fr.get("response"))
-        code = exit_code(output) if fr.get("name") == "run_shell_command" else None
+        code = exit_code(output) if fr.get("name") == SHELL else None
         if status == "success":
             ok = True if code is None else code == 0
         elif status in ("error", "cancelled"):

@@ -33,10 +33,10 @@ from trajconv.codecs.base import (
     safe_component,
 )
 from trajconv.codecs.gemini import layout
-from trajconv.codecs.gemini.reader import SNAPSHOT, exit_code
+from trajconv.codecs.gemini.reader import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.models import Snapshot, ToolResult
 from trajconv.snapshot.spool import Blob, Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
@@ -59,6 +59,16 @@ def thought(text: str, time: str) -> dict[str, Any]:
     if match:
         return {"subject": match.group(1), "description": match.group(2), "timestamp": time}
     return {"subject": "", "description": text, "timestamp": time}
+
+
+def shown_as_error(tool: str, result: ToolResult) -> bool:
+    """Whether a result is written (and so shown to the model) as an ``error`` response.
+
+    A failed result is, except a shell command's whose output says ``Exit Code: N``: the CLI
+    records such a command as a success with that output, and so shows it (README)."""
+    if result.ok is not False:
+        return False
+    return not (tool == SHELL and result.exit_code and exit_code(result.output) == result.exit_code)
 
 
 def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
@@ -207,7 +217,8 @@ def plan(
                     diags.add("tool-status-assumed", rec.id)
                 if res.exit_code is not None and exit_code(res.output) != res.exit_code:
                     diags.add("untranslated-exit-code", rec.id)
-                key = "error" if res.ok is False else "output"
+                failed = shown_as_error(called["name"], res)
+                key = "error" if failed else "output"
                 called["result"] = [
                     {
                         "functionResponse": {
@@ -217,7 +228,7 @@ def plan(
                         }
                     }
                 ]
-                called["status"] = "error" if res.ok is False else "success"
+                called["status"] = "error" if failed else "success"
                 called["timestamp"] = time
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
