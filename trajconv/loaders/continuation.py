@@ -21,7 +21,9 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``NEEDS_PROJECT_DIR``: ``True`` when the CLI only resumes a session from inside its existing
   project folder (then the pair check writes the session for a scratch folder, ``--cwd``);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
-  to the model (then reasoning is not compared for that target; default ``True``);
+  to the model (then reasoning is not compared in its pairs, as source or target: a target
+  that replays reasoning the source's model never saw again is doing what it does for its own
+  sessions; default ``True``);
 * ``unwrap_user(text) -> (core, context)``: split the harness's own wrapping off a user message
   as its requests show it: ``core`` is what the user typed, ``context`` the information the
   harness added (a date, workspace facts) or None. A message that is all context (an injected
@@ -87,7 +89,7 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
     ("user", "missing"): ("untranslated-user", "untranslated-steering"),
     ("user", "context"): ("context-not-projected",),
-    ("context", "missing"): ("context-not-projected",),
+    ("context", "missing"): ("context-not-projected", "untranslated-system", "system-not-sent"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary",),
     ("tool-call", "missing"): ("untranslated-pending-call",),
@@ -610,8 +612,11 @@ def compare(
     ``failed``: the call ids whose results the source recorded as failed."""
     base, _ = conversation(_unwrapped(source, baseline_items), prompt)
     got, found = conversation(_unwrapped(target, target_items), prompt)
+    # reasoning is compared where both harnesses send their own sessions' reasoning back
     if not replays_reasoning(target):
         base = [i for i in base if i.get("kind") != "reasoning"]
+    if not replays_reasoning(source):
+        got = [i for i in got if i.get("kind") != "reasoning"]
     diffs: list[Difference] = []
     same = 0
     matcher = difflib.SequenceMatcher(
