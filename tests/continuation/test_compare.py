@@ -112,6 +112,9 @@ def test_wrappers_split_into_core_and_context() -> None:
     plain = cont.openai_items(chat(user(PROMPT)))
     missing = cont.compare("grok", "copilot", injected, plain, {})
     assert [(d.kind, d.what) for d in missing.differences] == [("context", "missing")]
+    # context that was a system record of the source: a writer that dropped or did not send it
+    assert cont.compare("grok", "copilot", injected, plain, {"system-not-sent": 1}).ok
+    assert not cont.compare("grok", "copilot", injected, plain, {"untranslated-exit-code": 1}).ok
 
 
 def test_the_new_prompt_must_arrive() -> None:
