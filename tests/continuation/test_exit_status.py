@@ -19,6 +19,10 @@ def test_each_harness_form_is_recognised() -> None:
     assert exit_code_shown(codex, 2)  # Codex exec_command
     assert exit_code_shown("Exit code: 1\nOutput:\nbad\n", 1)  # Codex apply_patch
     assert not exit_code_shown("ok\nProcess exited with code 2\n", 2)  # not at the head
+    assert exit_code_shown("Exit code 2\nls: cannot access 'x'", 2)  # Claude Code
+    assert exit_code_shown("Wall time: 0 seconds\nProcess exited with code 1\nOutput:\n", 1)
+    assert exit_code_shown("Output: ls: x\nExit Code: 2\nProcess Group PGID: 7\n", 2)  # Gemini
+    assert not exit_code_shown("Exit code 2\n", 1)
     assert not exit_code_shown("exit: 0\nok\n", 2)
     assert not exit_code_shown("the exit code was 2", 2)
 
@@ -41,3 +45,20 @@ def test_a_hidden_exit_status_is_named(target: str, tmp_path: Path) -> None:
     with_code = sum(r.kind == "tool-result" and r.result.exit_code is not None for r in records)
     assert with_code > 0
     assert {d.code: d.count for d in export.diagnostics}["untranslated-exit-code"] == with_code
+
+
+@pytest.mark.parametrize("target", ["grok", "copilot", "deepagents"])
+def test_a_failure_the_model_is_not_told_is_named(target: str, tmp_path: Path) -> None:
+    """Claude Code's model saw ``is_error: true``; a Chat Completions target sends the text
+    alone, so each failed result is named; its own sessions' results are not."""
+    snap = cont.read_fixture("claude")
+    failed = [r.id for r in snap.records if r.kind == "tool-result" and r.result.ok is False]
+    assert failed
+    export = trajconv.write(snap, target, tmp_path / "out", allow_lossy=True)
+    status = next(d for d in export.diagnostics if d.code == "untranslated-tool-status")
+    assert status.count == len(failed) and set(status.samples) <= set(failed)
+    # Claude's "Exit code 2" head shows the status: no untranslated-exit-code for it
+    assert "untranslated-exit-code" not in {d.code for d in export.diagnostics}
+    own = cont.read_fixture(target)  # Copilot's and Deep Agents' hold failed results
+    again = trajconv.write(own, target, tmp_path / "own", allow_lossy=True)
+    assert "untranslated-tool-status" not in {d.code for d in again.diagnostics}

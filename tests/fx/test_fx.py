@@ -456,6 +456,24 @@ def test_unfinished_last_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
     assert "untranslated-pending-call" in {d.code for d in plan.diagnostics}
 
 
+def test_records_before_the_first_user_message_are_refused_unless_lossy() -> None:
+    """A compacted session may start with the model's acknowledgement of the summary, before
+    any user message: no fx turn can hold it, so it is left out and named (lossy only)."""
+    snap = _read("schema4-tools")
+    answer = next(r for r in snap.records if r.kind == "assistant")
+    ack = answer.model_copy(update={"id": "x:ack", "turn": None, "text": "Got it."})
+    early = snap.model_copy(update={"records": (ack, *snap.records)})
+    with pytest.raises(RefusedError, match="x:ack"):
+        CODEC.plan(early)
+    lossy = CODEC.plan(early, allow_lossy=True)
+    plain = CODEC.plan(snap, allow_lossy=True)
+    codes = {d.code: d.samples for d in lossy.diagnostics}
+    assert codes["untranslated-assistant"] == ("x:ack",)
+    assert {d.code for d in lossy.diagnostics} - {d.code for d in plain.diagnostics} == {
+        "untranslated-assistant"
+    }
+
+
 def test_untranslatable_kinds_are_named(tmp_path: Path) -> None:
     snap = _read("schema4-tools")
     first = snap.records[1]

@@ -19,7 +19,7 @@ from trajconv.errors import LimitError, UnsafePathError, UsageError, writing
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
     from trajconv.snapshot.diagnostics import Diagnostics
-    from trajconv.snapshot.models import Diagnostic, Snapshot
+    from trajconv.snapshot.models import Diagnostic, Snapshot, ToolResult
 
 
 @dataclass(frozen=True)
@@ -332,14 +332,17 @@ CODEX_EXEC_EXIT = re.compile(r"^(?:[A-Za-z ]+: [^\n]*\n){0,4}?Process exited wit
 CODEX_PATCH_EXIT = re.compile(r"^Exit code: (-?\d+)\n")
 #: how the harnesses here show a command's exit status to the model inside a result's text:
 #: Grok's first line ``exit: N``, Copilot's ``<shellId: … exit code N>``, Deep Agents'
-#: closing ``[Command succeeded|failed with exit code N]``, Codex's heads (each seen in
-#: recorded requests)
+#: closing ``[Command succeeded|failed with exit code N]``, Claude Code's first line
+#: ``Exit code N``, Codex's heads, Gemini CLI's ``Exit Code: N`` line (each seen in
+#: recorded requests: the continuation baselines)
 _EXIT_SHOWN = (
     re.compile(r"\Aexit: (-?\d+)\n"),
     re.compile(r"<shellId: [^>]* exit code (-?\d+)>\s*\Z"),
     re.compile(r"\[Command (?:succeeded|failed) with exit code (-?\d+)\]\s*\Z"),
     CODEX_EXEC_EXIT,
     CODEX_PATCH_EXIT,
+    re.compile(r"\AExit code (-?\d+)\n"),
+    re.compile(r"^Exit Code: (-?\d+)$", re.MULTILINE),
 )
 
 
@@ -350,6 +353,21 @@ def exit_code_shown(output: str, code: int) -> bool:
         if match is not None and int(match.group(1)) == code:
             return True
     return False
+
+
+def name_status_not_sent(diags: Diagnostics, rec_id: str, result: ToolResult, *, own: bool) -> None:
+    """For a target that sends its model only a tool result's text (Chat Completions has no
+    status field), name what ``result`` loses there although the native files may keep it: an
+    exit status the text does not show (``untranslated-exit-code``) and a recorded failure
+    (``untranslated-tool-status``: a model that saw an error flag, Anthropic's ``is_error`` or
+    a Gemini ``error`` response, is sent the text alone). Nothing is named for a source of the
+    target's own harness (``own``): its text is what its model was sent."""
+    if own:
+        return
+    if result.exit_code is not None and not exit_code_shown(result.output, result.exit_code):
+        diags.add("untranslated-exit-code", rec_id)
+    if result.ok is False:
+        diags.add("untranslated-tool-status", rec_id)
 
 
 def name_joined_models(

@@ -21,8 +21,9 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
 * ``NEEDS_PROJECT_DIR``: ``True`` when the CLI only resumes a session from inside its existing
   project folder (then the pair check writes the session for a scratch folder, ``--cwd``);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
-  to the model (then reasoning is not compared for that target, nor for that source: its
-  baseline has none; default ``True``);
+  to the model (then reasoning is not compared in its pairs, as source or target: a target
+  that replays reasoning the source's model never saw again is doing what it does for its own
+  sessions; default ``True``);
 * ``sent_call_id(call_id, tool_name) -> str``: the id the CLI sends the model for a stored
   call id, when it differs (Gemini CLI strips its ``<tool>__`` prefix); default: the same;
 * ``unwrap_user(text) -> (core, context)``: split the harness's own wrapping off a user message
@@ -636,6 +637,7 @@ def compare(
     ``failed``: the call ids whose results the source recorded as failed."""
     base, _ = conversation(_unwrapped(source, baseline_items), prompt)
     got, found = conversation(_unwrapped(target, target_items), prompt)
+    # reasoning is compared where both harnesses send their own sessions' reasoning back
     if not replays_reasoning(target):
         base = [i for i in base if i.get("kind") != "reasoning"]
     if not replays_reasoning(source):

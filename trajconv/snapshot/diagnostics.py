@@ -177,6 +177,13 @@ _CODES: tuple[Code, ...] = (
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
     _w(
+        "system-not-sent",
+        "info",
+        "system text is kept in the target's files, but its CLI does not send it to the model "
+        "when the session is continued",
+    ),
+    _w("untranslated-assistant", "warning", "assistant text the target cannot hold was left out"),
+    _w(
         "untranslated-tool-status",
         "warning",
         "tool success flag the target cannot hold was left out",

@@ -32,7 +32,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
-    exit_code_shown,
+    name_status_not_sent,
     safe_component,
 )
 from trajconv.codecs.copilot import layout, native
@@ -313,15 +313,17 @@ def plan(
                     data["error"] = {"message": res.output}
                 if res.exit_code is not None:
                     data["shellExecution"] = {"exitCode": res.exit_code}
-                    if not by_time and not exit_code_shown(res.output, res.exit_code):
-                        # kept in shellExecution, which Copilot does not send the model (a
-                        # Copilot source's text is already what its model was sent)
-                        diags.add("untranslated-exit-code", rec.id)
+                # kept in shellExecution and success, which Copilot does not send the model
+                name_status_not_sent(diags, rec.id, res, own=by_time)
                 if out.open_turn is not None:
                     data["turnId"] = str(out.open_turn)
                 out.emit(native.TOOL_COMPLETE, data, rec.time)
             elif rec.kind == "system":
                 out.turn(rec.turn, rec.time)
+                if not by_time:
+                    # kept as system.message, which Copilot does not send its model (its own
+                    # hold the system prompt of their day, not conversation)
+                    diags.add("system-not-sent", rec.id)
                 out.emit(native.SYSTEM_MESSAGE, {"content": rec.text, "role": "system"}, rec.time)
             elif rec.kind == "observation":
                 out.turn(rec.turn, rec.time)

@@ -32,8 +32,8 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
-    exit_code_shown,
     name_joined_models,
+    name_status_not_sent,
 )
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import HARNESS
@@ -222,8 +222,8 @@ class _Lowerer:
             res = rec.result
             if res.ok is None:
                 self.d.add("tool-status-assumed", rec.id)
-            if res.exit_code is not None and not exit_code_shown(res.output, res.exit_code):
-                self.d.add("untranslated-exit-code", rec.id)
+            # ``status`` keeps a failure, but the model is sent the content alone
+            name_status_not_sent(self.d, rec.id, res, own=self.native_ids)
             msg: dict[str, Any] = {
                 "type": "tool",
                 "id": self.message_id(rec),

@@ -149,10 +149,14 @@ class _Lowering:
                 self.diags.add(f"untranslated-{rec.kind}", rec.id)
                 continue
             if cur is None:
-                raise RefusedError(
-                    f"refusing to write fx: record {rec.id} comes before any user "
-                    "message, and every fx turn starts with one"
+                # an acknowledgement after a compaction summary, say: no fx turn can hold it
+                _lossy(
+                    self.allow_lossy,
+                    rec.id,
+                    "placed before any user message (every fx turn starts with one)",
                 )
+                self.diags.add(_LEADING_CODES.get(rec.kind, "untranslated-assistant"), rec.id)
+                continue
             if isinstance(rec, SystemRecord) and _is_interruption(rec):
                 cur.interrupted = rec.text[len(native.INTERRUPT_PREFIX) :]
                 cur.interruption = rec
@@ -197,6 +201,14 @@ class _Lowering:
                     (end or turn.user).id,
                     "the end of an unfinished last turn (no final assistant answer)",
                 )
+
+
+#: what names a record left out because it comes before any user message
+_LEADING_CODES = {
+    "tool-call": "untranslated-pending-call",
+    "tool-result": "untranslated-orphan-result",
+    "system": "untranslated-system",
+}
 
 
 def _lossy(allow_lossy: bool, rid: str, what: str) -> None:

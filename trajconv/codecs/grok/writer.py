@@ -34,7 +34,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     check_continuable,
     dropped_code,
-    exit_code_shown,
+    name_status_not_sent,
     safe_component,
 )
 from trajconv.codecs.grok import layout, native
@@ -240,14 +240,8 @@ def plan(
                     raw["truncated"] = True
                 if raw:
                     update["rawOutput"] = raw
-                if (
-                    res.exit_code is not None
-                    and not own
-                    and not exit_code_shown(res.output, res.exit_code)
-                ):
-                    # rawOutput keeps it, but the model is sent the history's text (a Grok
-                    # source's text already is what its model was sent)
-                    diags.add("untranslated-exit-code", rec.id)
+                # rawOutput and status keep them, but the model is sent the history's text
+                name_status_not_sent(diags, rec.id, res, own=own)
                 chat.result(res.call_id, res.output)
             else:
                 diags.add(f"untranslated-{rec.kind}", rec.id)
