@@ -221,6 +221,10 @@ class _Emitter:
             data["turnId"] = str(self.open_turn)
         arguments = tuple(rec.call.arguments for rec in group.calls)
         self.emit(native.ASSISTANT_MESSAGE, data, head.time, arguments=arguments)
+        if head.time is None:  # the line's borrowed time is named once; each part reads it back
+            untimed = [p for p in (group.reasoning, group.text) if p is not None and p.time is None]
+            for part in untimed[1:]:
+                self.diags.add("timestamps-synthesized", part.id)
         for rec in group.calls:
             start: dict[str, Any] = {
                 "toolCallId": rec.call.id,

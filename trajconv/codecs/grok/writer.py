@@ -264,8 +264,12 @@ def plan(
         diags.add("title-missing", "summary.json")
     created = session.created_at or first_time
     updated = session.updated_at or last_time or created
-    if created is None:
-        diags.add("timestamps-synthesized", "summary.json created_at/updated_at")
+    if created is None:  # both from the epoch
+        diags.add(
+            "timestamps-synthesized",
+            "summary.json created_at/updated_at",
+            1 + (session.updated_at is None),
+        )
     else:  # derived from the records' times: say so, one count per derived fact
         diags.add("timestamps-synthesized", "summary.json created_at", int(not session.created_at))
         diags.add("timestamps-synthesized", "summary.json updated_at", int(not session.updated_at))
