@@ -84,6 +84,6 @@ def test_request_items_reads_every_part_kind() -> None:
         {"kind": "reasoning", "text": "plan"},
         {"kind": "assistant", "text": "ok"},
         {"kind": "tool-call", "name": "ls", "arguments": {"p": 1}, "id": "a"},
-        {"kind": "tool-result", "call_id": "a", "text": "f", "error": False},
+        {"kind": "tool-result", "call_id": "a", "text": "f", "error": None},  # the text speaks
         {"kind": "tool-result", "call_id": "b", "text": "no", "error": True},
     ]
