@@ -42,7 +42,7 @@ DROP_CODES: dict[str, tuple[str, ...]] = {
     "observation": ("untranslated-observation",),
     "tool-call": ("untranslated-pending-call",),
     "tool-result": ("untranslated-orphan-result",),
-    "user": ("untranslated-user", "untranslated-steering"),
+    "user": ("untranslated-user", "untranslated-steering", "user-read-as-context"),
     "assistant": ("untranslated-assistant",),
 }
 # Writer codes for records the target keeps, but joined with their neighbours.

@@ -184,6 +184,13 @@ _CODES: tuple[Code, ...] = (
     ),
     _w("untranslated-assistant", "warning", "assistant text the target cannot hold was left out"),
     _w(
+        "user-read-as-context",
+        "info",
+        "a user message that opens as the target's own injected context does (Claude Code's "
+        "<system-reminder>) is sent to the model as written, but the target's reader takes it "
+        "for the harness's context, not a prompt",
+    ),
+    _w(
         "untranslated-tool-status",
         "warning",
         "tool success flag the target cannot hold was left out",

@@ -261,6 +261,10 @@ def plan(
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
             if rec.kind == "user":
+                if native.HARNESS_TEXT.match(rec.text):
+                    # e.g. a Harbor trajectory's <system-reminder> step: the model sees it as
+                    # written, the reader (as for the CLI's own lines) takes it for context
+                    diags.add("user-read-as-context", rec.id)
                 chain.user(rec.text, rec.time)
                 chain.last_prompt = rec.text
             elif rec.kind == "assistant":
