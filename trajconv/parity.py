@@ -495,7 +495,9 @@ def render_markdown(data: dict[str, Any]) -> str:
         "target's reader, compare record kinds. *strict* says whether the write succeeds "
         "without `--allow-lossy`. *lost* must be 0. The target's real CLI (*native "
         "loader*) loaded the export of each harness's richest fixture (the one with the "
-        "most record kinds); each codec's own loader tests load all of its fixtures.",
+        "most record kinds); each codec's own loader tests load all of its fixtures. "
+        "*continued*: where both harnesses' CLIs run here, how much of the source's "
+        "conversation the target's model saw when the pair was continued (section below).",
         "",
         "## Harnesses",
         "",
@@ -516,9 +518,16 @@ def render_markdown(data: dict[str, Any]) -> str:
         "## Pairs",
         "",
         "| from → to | fixtures | converted | strict ok | kept / source | named | lost "
-        "| native loader | writer diagnostics |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| native loader | continued | writer diagnostics |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    # the continuation check of the pair (section below), where both harnesses' CLIs run here
+    continued = {
+        (c["source"], c["target"]): (
+            "failed" if "error" in c else f"model saw {c['saw']}/{c['of']}"
+        )
+        for c in data.get("continued", [])
+    }
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for p in data["pairs"]:
         grouped.setdefault((p["source"], p["target"]), []).append(p)
@@ -533,7 +542,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines.append(
             f"| {s} → {t} | {len(ps)} | {sum(p['status'] == 'converted' for p in ps)} | "
             f"{sum(p['strict'] == 'converted' for p in ps)} | {kept}/{total} | {named} | {lost} "
-            f"| {loader} | {', '.join(codes) or '-'} |"
+            f"| {loader} | {continued.get((s, t), '-')} | {', '.join(codes) or '-'} |"
         )
     if data.get("continued"):
         lines += [
