@@ -324,10 +324,6 @@ def _harness_opt(
     )
 
 
-def _harness_option(help_text: str, multiple: bool = False) -> Callable[[F], F]:
-    return _harness_opt("--harness", help_text=help_text, multiple=multiple)
-
-
 FORCE = click.option(
     "--force",
     is_flag=True,
@@ -739,7 +735,7 @@ def diagnostics(as_json: bool) -> None:
 
 
 @cli.command()
-@_harness_option("only this harness (repeat for several)", multiple=True)
+@_harness_opt("--harness", help_text="only this harness (repeat for several)", multiple=True)
 @click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
@@ -991,7 +987,7 @@ def _reading_progress(path: Path | None, console: Any = None) -> Any:
 
 @archive.command("run")
 @click.argument("store", type=StorePath(file_okay=False, path_type=Path))
-@_harness_option("only this harness")
+@_harness_opt("--harness", help_text="only this harness")
 @click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
