@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.codecs import registry
-from trajconv.codecs.base import Codec, SessionRef
+from trajconv.codecs.base import LIKELY, Claim, Codec, SessionRef
 from trajconv.errors import TrajconvError, UsageError
 
 #: Harness folders under a user home, by harness name, with the harness's own name. A
@@ -240,35 +240,38 @@ def _claims(name: str, path: Path) -> bool:
     return False
 
 
-def _codec_claims(codec: Codec, path: Path) -> bool:
-    """A codec's own ``claims(path)`` (on the codec, or in its package's ``layout``
-    module), else the table above for the built-in ones."""
+def _codec_claim(codec: Codec, path: Path) -> Claim | None:
+    """A codec's own ``claims(path)`` (the protocol), else the table above for the built-in
+    codecs not yet moved onto it (a yes there counts as :data:`LIKELY`)."""
     import importlib
 
-    own = getattr(codec, "claims", None)
-    if not callable(own):
-        package = getattr(codec, "package", None)
-        try:
-            layout = importlib.import_module(f"{package}.layout") if package else None
-        except ImportError:
-            layout = None
-        own = getattr(layout, "claims", None)
-    if callable(own):
-        return bool(own(path))
-    return _claims(codec.name, path)
+    package = getattr(codec, "package", None)
+    try:
+        layout = importlib.import_module(f"{package}.layout") if package else None
+    except ImportError:
+        layout = None
+    if callable(getattr(layout, "claims", None)):
+        return codec.claims(path)
+    return Claim(LIKELY, "session") if _claims(codec.name, path) else None
 
 
 def detect(path: Path) -> str:
-    """The codec that reads ``path``, told from its files; a usage error when none or
-    several claim it (then ``--from`` says)."""
-    names = [c.name for c in registry.all_codecs() if c.can_read and _codec_claims(c, path)]
-    if len(names) == 1:
-        return names[0]
-    if not names:
+    """The codec that reads ``path``, told from its files: the claim of the highest
+    confidence; a usage error when none claims it or several tie (then ``--from`` says)."""
+    claims = [
+        (claim, c.name)
+        for c in registry.all_codecs()
+        if c.can_read and (claim := _codec_claim(c, path)) is not None
+    ]
+    if not claims:
         raise UsageError(
             f"cannot tell which harness {path} comes from; say it with --from "
             f"({', '.join(registry.names())})"
         )
+    best = max(claim.confidence for claim, _ in claims)
+    names = [name for claim, name in claims if claim.confidence == best]
+    if len(names) == 1:
+        return names[0]
     raise UsageError(
-        f"{path} holds sessions of several harnesses ({', '.join(names)}); pick one with --from"
+        f"{path} could be a session of several harnesses ({', '.join(names)}); pick one with --from"
     )

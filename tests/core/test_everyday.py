@@ -636,15 +636,18 @@ def test_a_codec_can_claim_its_paths_from_its_layout_module(
     import types
 
     from trajconv import find
-    from trajconv.codecs.base import LazyCodec
+    from trajconv.codecs.base import CERTAIN, Claim, LazyCodec
 
     layout = types.ModuleType("nohow_codec.layout")
-    layout.claims = lambda path: path.name == "nohow.log"  # type: ignore[attr-defined]
+    layout.claims = lambda path: (  # type: ignore[attr-defined]
+        Claim(CERTAIN, "session") if path.name == "nohow.log" else None
+    )
     monkeypatch.setitem(sys.modules, "nohow_codec", types.ModuleType("nohow_codec"))
     monkeypatch.setitem(sys.modules, "nohow_codec.layout", layout)
     codec = LazyCodec("nohow", (), "a third-party codec", "nohow_codec")
-    assert find._codec_claims(codec, tmp_path / "nohow.log")
-    assert not find._codec_claims(codec, GROK_SESSION)
+    claim = find._codec_claim(codec, tmp_path / "nohow.log")
+    assert claim is not None and claim.confidence == CERTAIN
+    assert find._codec_claim(codec, GROK_SESSION) is None
 
 
 def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_as_interrupted() -> None:

@@ -195,6 +195,97 @@ class Export:
         return f'H=$(mktemp -d) && python {prepare} --home "$H" && HOME="$H" {resume}'
 
 
+# -- what a codec declares about its harness (the protocol; docs/design.md "Codecs") -----
+
+
+@dataclass(frozen=True)
+class HomeSpec:
+    """One place a harness keeps its sessions: a folder under the user's home, which an
+    environment variable may name instead. A format with no home (ATIF) declares none: the
+    current folder is never a home."""
+
+    folder: str
+    """Relative to the user's home, POSIX separators (``.claude``, ``.local/share/opencode``)."""
+    label: str
+    """The harness's own name, for messages (``Claude Code``)."""
+    env: tuple[str, ...] = ()
+    """Environment variables that name the folder itself, first set wins (``CLAUDE_CONFIG_DIR``)."""
+
+    def resolve(self, user_home: Path | None = None) -> Path:
+        """This home on this machine: the first set ``env`` variable, else ``user_home`` (or
+        the user's home) joined with ``folder``."""
+        if user_home is None:
+            for var in self.env:
+                value = os.environ.get(var)
+                if value:
+                    return Path(value).expanduser()
+        return (user_home if user_home is not None else Path.home()) / self.folder
+
+    def within(self, path: Path) -> Path:
+        """``path`` given by a user as ``--home``: a user home (the folder is joined) or the
+        harness folder itself (kept)."""
+        folder = Path(self.folder)
+        if path.parts[-len(folder.parts) :] == folder.parts:
+            return path
+        return path / folder
+
+
+#: how sure a codec is that a path is its own (``Claim.confidence``)
+CERTAIN = 100
+"""A file or folder name, or a header, that only this harness writes."""
+LIKELY = 60
+"""The right shape (a JSONL whose first line has this harness's keys) that another may share."""
+POSSIBLE = 20
+"""A generic container (a folder holding JSON files) this codec can read."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A codec's answer to "is this path yours?": how sure it is and what it found."""
+
+    confidence: int
+    """:data:`CERTAIN`, :data:`LIKELY` or :data:`POSSIBLE` (higher wins; a tie is listed, never
+    guessed)."""
+    what: str
+    """``session`` (one session's files), ``home`` (a native home with sessions) or ``store``."""
+    sessions: tuple[str, ...] = ()
+    """Session ids seen while deciding, when that was cheap (may be empty)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a harness's native format can hold, so the centre never special-cases a name."""
+
+    subagents: bool = False
+    """Child sessions (sub-agents) linked to the call that spawned them."""
+    reasoning: bool = False
+    """Reasoning records (of any model) kept and replayed."""
+    tool_status: bool = False
+    """A tool result's failure flag."""
+    exit_code: bool = False
+    """A command's exit status as a field."""
+    images: bool = False
+    """Images in messages."""
+    resumable: bool = True
+    """Its exports install into a home and resume in the harness (False: a document format)."""
+
+
+@dataclass(frozen=True)
+class WriteOption:
+    """One typed, documented writer option. The CLI shows it as ``--<codec>-<name>`` (with
+    ``_`` as ``-``) in ``--help``, rejects it for other targets, and passes it to the writer's
+    ``plan`` as the keyword ``name``."""
+
+    name: str
+    help: str
+    default: str | None = None
+    choices: tuple[str, ...] | None = None
+    """The allowed values, when there is a fixed set."""
+
+    def flag(self, codec: str) -> str:
+        return f"--{codec}-{self.name.replace('_', '-')}"
+
+
 @runtime_checkable
 class Codec(Protocol):
     name: str
@@ -203,9 +294,17 @@ class Codec(Protocol):
     can_read: bool
     can_write: bool
     can_discover: bool
+    homes: tuple[HomeSpec, ...]
+    capabilities: Capabilities
+    write_options: tuple[WriteOption, ...]
 
     def default_home(self) -> Path:
         """The native home this harness uses on this machine (honouring its env vars)."""
+        ...
+
+    def claims(self, path: Path) -> Claim | None:
+        """Whether ``path`` (a session file or folder, a store, a home) is this harness's,
+        cheaply (names and a first line, never a whole read); ``None`` when it is not."""
         ...
 
     def discover(self, home: Path) -> list[SessionRef]: ...
@@ -237,6 +336,10 @@ class LazyCodec:
     """The codec writes Snapshots as native exports."""
     can_discover: bool = True
     """The codec lists sessions under a native home."""
+    homes: tuple[HomeSpec, ...] = ()
+    """Where the harness keeps sessions; none for a document format."""
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    write_options: tuple[WriteOption, ...] = ()
 
     def _fn(self, module: str, attr: str) -> Any:
         import importlib
@@ -244,8 +347,26 @@ class LazyCodec:
         return getattr(importlib.import_module(f"{self.package}.{module}"), attr)
 
     def default_home(self) -> Path:
-        home: Path = self._fn("layout", "default_home")()
-        return home
+        """``<package>.layout.default_home()`` when the layout defines one, else the first
+        of ``homes`` resolved on this machine."""
+        import importlib
+
+        layout = importlib.import_module(f"{self.package}.layout")
+        own = getattr(layout, "default_home", None)
+        if callable(own):
+            home: Path = own()
+            return home
+        if not self.homes:
+            raise UsageError(f"{self.name} keeps no sessions in a home; give a path")
+        return self.homes[0].resolve()
+
+    def claims(self, path: Path) -> Claim | None:
+        """``<package>.layout.claims(path)``; OSError (an unreadable path) is no claim."""
+        try:
+            claim: Claim | None = self._fn("layout", "claims")(path)
+        except OSError:
+            return None
+        return claim
 
     def discover(self, home: Path) -> list[SessionRef]:
         refs: list[SessionRef] = self._fn("discover", "discover")(home)
