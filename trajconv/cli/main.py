@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -1136,6 +1137,9 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
+
+
+cli.add_command(search_command)
 
 
 def main() -> None:
