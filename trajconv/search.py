@@ -287,8 +287,11 @@ class Index:
         cwd: str | None = None,
         limit: int | None = 20,
         syntax: bool = False,
+        snippets: bool = True,
     ) -> list[Hit]:
-        """The best-ranked records of the sessions ``scope`` that hold every term of ``text``."""
+        """The best-ranked records of the sessions ``scope`` that hold every term of ``text``
+        (without ``snippets``, each hit's snippet is left empty: cheaper for a caller that
+        wants the sessions alone)."""
         terms = text.split() if not syntax else []
         if not syntax and not terms:
             raise UsageError("give some text to search for")
@@ -336,7 +339,7 @@ class Index:
                 continue
             if cwd is not None and (scwd is None or not _same_dir(scwd, cwd)):
                 continue
-            snippet, marks = make_snippet(body, wanted)
+            snippet, marks = make_snippet(body, wanted) if snippets else ("", ())
             hits.append(
                 Hit(harness, sid, title, time or updated, kind, seq, snippet, marks, path, store)
             )
@@ -458,10 +461,18 @@ def home_docs(
     """Every session of the chosen codecs' homes (default ones, or ``home``) as docs, the
     places they were looked for in, and the coverage of each home (as ``discover`` says)."""
     from trajconv import find
+
+    listing = find.list_sessions(harnesses, home)
+    docs, places = listing_docs(listing, limits)
+    return docs, places, listing.coverage
+
+
+def listing_docs(listing: Any, limits: Any = None) -> tuple[list[Doc], list[str]]:
+    """The sessions of a :class:`trajconv.find.Listing` as docs, and the places listed."""
     from trajconv.codecs import registry
     from trajconv.harvest import fingerprint
 
-    listing = find.list_sessions(harnesses, home)
+    homes = {c["harness"]: c["home"] for c in listing.coverage if "sessions" in c}
     docs: list[Doc] = []
     for ref in listing.sessions:
         try:
@@ -469,9 +480,7 @@ def home_docs(
         except OSError:
             continue  # gone since it was listed
         codec = registry.get(ref.harness)
-        root = next(
-            (c["home"] for c in listing.coverage if c["harness"] == ref.harness), str(ref.path)
-        )
+        root = homes.get(ref.harness, str(ref.path))
 
         def load(codec: Any = codec, ref: Any = ref) -> Any:
             return codec.read(ref.path, session=ref.session_id, limits=limits)
@@ -490,10 +499,19 @@ def home_docs(
                 load=load,
             )
         )
-    places = [
-        place("home", f"{c['harness']}:{c['home']}") for c in listing.coverage if "sessions" in c
-    ]
-    return docs, places, listing.coverage
+    return docs, [place("home", f"{h}:{root}") for h, root in homes.items()]
+
+
+def sessions_holding(
+    listing: Any, text: str, index: Path | None = None
+) -> tuple[set[Any], Refresh]:
+    """``(harness, session_id, path)`` of the listed sessions one of whose records holds
+    every word of ``text`` (``discover --grep``, ``show --grep``), and what the index did."""
+    docs, places = listing_docs(listing)
+    with Index.open(index) as idx:
+        done, scope = idx.refresh(docs, places)
+        hits = idx.query(text, scope, limit=None, snippets=False)
+    return {(h.harness, h.session_id, h.path) for h in hits}, done
 
 
 def store_docs(location: str) -> tuple[list[Doc], str, Any]:

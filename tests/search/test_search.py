@@ -268,3 +268,22 @@ def test_snippets_mark_every_match() -> None:
     snippet, marks = engine.make_snippet("x" * 100 + " Upload then upload again", ["upload"])
     assert snippet.startswith("…")
     assert [snippet[s:e] for s, e in marks] == ["Upload", "upload"]
+
+
+def test_discover_grep_finds_sessions_by_what_they_hold(tmp_path: Path) -> None:
+    home = _grok_home(tmp_path)
+
+    def listed(*args: str) -> list[str]:
+        result = CliRunner().invoke(cli, ["discover", "--home", str(home), "--json", *args])
+        assert result.exit_code == 0, result.output
+        return [s["session_id"] for s in json.loads(result.stdout)["sessions"]]
+
+    everything = listed()
+    assert len(everything) == 2
+    # "second question" is in a record of one session, not in either title
+    (holder,) = listed("--grep", "second question")
+    assert holder in everything
+    assert listed("--grep", "zqxnothing") == []
+    # a title still matches, as before
+    assert len(listed("--grep", "rewind demo")) == 1
+    assert CliRunner().invoke(cli, ["discover", "--grep", " "]).exit_code == 2
