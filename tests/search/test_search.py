@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, fixture_homes
 from trajconv import search as engine
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
@@ -47,24 +47,7 @@ def _word_of(snapshot: Any) -> str | None:
     return None
 
 
-def _cases() -> list[tuple[str, Path]]:
-    """Every fixture case of every codec that discovers sessions in it."""
-    cases = []
-    for codec in registry.all_codecs():
-        if not (codec.can_discover and codec.can_read):
-            continue
-        root = FIXTURES / codec.name
-        for case in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
-            try:
-                refs = codec.discover(case)
-            except Exception:
-                continue
-            if refs:
-                cases.append((codec.name, case))
-    return cases
-
-
-CASES = _cases()
+CASES = fixture_homes()
 
 
 def test_every_harness_with_fixtures_is_searched() -> None:
