@@ -142,6 +142,13 @@ _CODES: tuple[Code, ...] = (
     ),
     _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
     _r(
+        "secret-redacted",
+        "info",
+        "secrets found in the session's text were replaced by [REDACTED:<kind>] and its native "
+        "bytes (artifacts) left out (--redact; counted by kind)",
+        units=False,
+    ),
+    _r(
         "pending-writes",
         "warning",
         "writes of an unfinished step, not yet part of the saved state; kept in artifacts",
@@ -174,6 +181,12 @@ _CODES: tuple[Code, ...] = (
     ),
     # writer
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
+    _w(
+        "untranslated-subagent",
+        "warning",
+        "records of a sub-agent session the target cannot hold as a child were left out "
+        "(counted by record; samples name the child session)",
+    ),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
     _w(
