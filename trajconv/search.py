@@ -33,7 +33,7 @@ import orjson
 
 from trajconv.errors import TrajconvError, UsageError
 
-INDEX_FORMAT = "trajconv.search/1"
+INDEX_FORMAT = "trajconv.search/2"
 KINDS = ("user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation")
 #: a record's text beyond this many characters is not indexed (a tool output of megabytes
 #: is found by its first 256 Ki characters)
@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE TABLE IF NOT EXISTS recs (
     id      INTEGER PRIMARY KEY,
     session INTEGER NOT NULL,
+    child   TEXT,
     seq     INTEGER NOT NULL,
     kind    TEXT NOT NULL,
     time    TEXT
@@ -93,6 +94,9 @@ class Hit:
     """``(start, end)`` of each match inside ``snippet``."""
     path: str
     store: str | None
+    child: str | None = None
+    """The session id of the sub-agent whose record it is (``seq`` counts in its records);
+    ``None`` for a record of the session itself."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +110,7 @@ class Hit:
             "marks": [list(m) for m in self.marks],
             "path": self.path,
             "store": self.store,
+            "child": self.child,
         }
 
 
@@ -228,10 +233,10 @@ class Index:
                 if have is not None:
                     self._forget(have[0])
                 sid = self._add(doc, snap)
-                for seq, kind, time, text in rows:
+                for child, seq, kind, time, text in rows:
                     cur = self.conn.execute(
-                        "INSERT INTO recs (session, seq, kind, time) VALUES (?, ?, ?, ?)",
-                        (sid, seq, kind, time),
+                        "INSERT INTO recs (session, child, seq, kind, time) VALUES (?, ?, ?, ?, ?)",
+                        (sid, child, seq, kind, time),
                     )
                     self.conn.execute(
                         "INSERT INTO body (rowid, text) VALUES (?, ?)", (cur.lastrowid, text)
@@ -313,7 +318,7 @@ class Index:
             match = text if syntax else " AND ".join(_quoted(t) for t in long_terms)
             sql = (
                 "SELECT s.harness, s.session_id, s.title, s.updated_at, s.path, s.store, s.cwd, "
-                "r.seq, r.kind, r.time, body.text FROM body "
+                "r.child, r.seq, r.kind, r.time, body.text FROM body "
                 "JOIN recs r ON r.id = body.rowid JOIN sessions s ON s.id = r.session "
                 f"WHERE body MATCH ? AND {' AND '.join(where)} "
                 "ORDER BY bm25(body), s.updated_at DESC, r.seq"
@@ -322,7 +327,7 @@ class Index:
         else:  # every term is shorter than a trigram: a scan of the sessions searched
             sql = (
                 "SELECT s.harness, s.session_id, s.title, s.updated_at, s.path, s.store, s.cwd, "
-                "r.seq, r.kind, r.time, body.text FROM recs r "
+                "r.child, r.seq, r.kind, r.time, body.text FROM recs r "
                 "JOIN body ON body.rowid = r.id JOIN sessions s ON s.id = r.session "
                 f"WHERE {' AND '.join(where)} ORDER BY s.updated_at DESC, r.seq"
             )
@@ -334,14 +339,26 @@ class Index:
             raise
         hits: list[Hit] = []
         wanted = [t.casefold() for t in terms] if terms else _syntax_words(text)
-        for harness, sid, title, updated, path, store, scwd, seq, kind, time, body in rows:
+        for harness, sid, title, updated, path, store, scwd, child, seq, kind, time, body in rows:
             if short and not all(t in body.casefold() for t in short):
                 continue
             if cwd is not None and (scwd is None or not _same_dir(scwd, cwd)):
                 continue
             snippet, marks = make_snippet(body, wanted) if snippets else ("", ())
             hits.append(
-                Hit(harness, sid, title, time or updated, kind, seq, snippet, marks, path, store)
+                Hit(
+                    harness,
+                    sid,
+                    title,
+                    time or updated,
+                    kind,
+                    seq,
+                    snippet,
+                    marks,
+                    path,
+                    store,
+                    child,
+                )
             )
             if limit is not None and len(hits) >= limit:
                 break
@@ -369,14 +386,18 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _rows(snap: Any) -> list[tuple[int, str, str | None, str]]:
+def _rows(snap: Any) -> list[tuple[str | None, int, str, str | None, str]]:
+    """``(child session id or None, seq, kind, time, text)`` of every record with text, the
+    session's own and then its sub-agents'."""
     from trajconv.snapshot.spool import record_dicts
 
     out = []
-    for r in record_dicts(snap.records):
-        text = record_text(r)
-        if text.strip():
-            out.append((r["seq"], r["kind"], r.get("time"), text))
+    parts = [(None, snap.records)] + [(c.session.id, c.records) for c in snap.children]
+    for child, records in parts:
+        for r in record_dicts(records):
+            text = record_text(r)
+            if text.strip():
+                out.append((child, r["seq"], r["kind"], r.get("time"), text))
     return out
 
 

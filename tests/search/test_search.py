@@ -287,3 +287,28 @@ def test_discover_grep_finds_sessions_by_what_they_hold(tmp_path: Path) -> None:
     # a title still matches, as before
     assert len(listed("--grep", "rewind demo")) == 1
     assert CliRunner().invoke(cli, ["discover", "--grep", " "]).exit_code == 2
+
+
+def test_a_sub_agents_records_are_found_and_named_as_its_own() -> None:
+    from trajconv.snapshot.builder import SnapshotBuilder, evidence
+    from trajconv.snapshot.models import Session, Source
+
+    def ev(line: int) -> Any:
+        return evidence("main.jsonl", native="line", line=line)
+
+    b = SnapshotBuilder(
+        Source(harness="t", harness_version=None, session_id="s", locator="s"), "t/1"
+    )
+    b.add_artifact("main.jsonl", "application/x-ndjson", b"{}\n")
+    b.add_text("user", "t:1", "look around", time=None, turn=0, evidence=ev(1))
+    b.add_call("t:2", "c1", "Agent", {"prompt": "explore"}, time=None, turn=0, evidence=ev(2))
+    kid = b.child(Source(harness="t", harness_version=None, session_id="k", locator="k"), "c1")
+    kid.session = Session(id="k", parent_session_id="s")
+    kid.add_text("assistant", "t:k1", "the zqxchild found it", time=None, turn=0, evidence=ev(3))
+    b.add_result("t:3", "c1", True, "done", time=None, turn=0, evidence=ev(4))
+    snap = b.build()
+    doc = engine.Doc("p\0s", "fp1", "t", "s", None, None, None, "/x", None, lambda: snap)
+    with engine.Index.open() as idx:
+        _done, scope = idx.refresh([doc], ["p"])
+        (hit,) = idx.query("zqxchild", scope)
+    assert (hit.session_id, hit.child, hit.kind, hit.seq) == ("s", "k", "assistant", 0)

@@ -873,7 +873,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if write_:
         from rich.console import Console
 
-        from trajconv.loaders.verify import check_export
+        check_export = parity_mod.rig("--write", "verify").check_export
 
         console = Console(stderr=True)
         with console.status("running the conversion matrix") as status:

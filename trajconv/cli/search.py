@@ -179,8 +179,10 @@ def search(
 
     color = sys.stdout.isatty()
     for h in hits:
+        where = f" (sub-agent {h.child})" if h.child else ""
         head = inert(
-            f"{h.harness} {h.session_id} {h.time or '-'} {h.kind}#{h.seq} {h.title or 'untitled'}"
+            f"{h.harness} {h.session_id}{where} {h.time or '-'} {h.kind}#{h.seq} "
+            f"{h.title or 'untitled'}"
         )
         click.echo(click.style(head, bold=True) if color else head)
         click.echo("    " + _marked(h.snippet, h.marks, color))
