@@ -14,9 +14,9 @@ Facts used (read from the installed 0.73.1 package's ``dist/``; ``codecs/pi/READ
   session whose id starts with ``<id>`` in the cwd's folder (``main.js``
   ``resolveSessionPath``), a path when the argument holds ``/`` or ends in ``.jsonl``; a
   session found only in another cwd's folder makes it ask "Fork this session into current
-  directory?" on stdin and, with no answer, print "Aborted." and exit 0 without a model
-  request; a session whose stored ``cwd`` does not exist makes ``-p`` exit 1
-  (``MissingSessionCwdError``). So a continuation runs in the session's own cwd;
+  directory? [y/N]" on stdin; with stdin closed it exits 0 without an answer and without a
+  model request (seen with 0.73.1); a session whose stored ``cwd`` does not exist makes
+  ``-p`` exit 1 (``MissingSessionCwdError``). So a continuation runs in the session's own cwd;
 * ``pi --mode rpc`` reads one JSON command a line (``prompt``, ``bash``, ``compact``,
   ``fork``, ...) and answers ``{"type": "response", "command", "success"}`` lines between its
   events (``docs/rpc.md``); the recorder drives compaction and forks through it.

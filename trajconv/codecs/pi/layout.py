@@ -27,6 +27,7 @@ from trajconv.errors import FormatError, UsageError
 AGENT_DIR = Path(".pi") / "agent"
 SESSIONS = "sessions"
 ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
+MAX_NAME = 255
 
 _FILE = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z)_(?P<id>[0-9A-Za-z][0-9A-Za-z-]*)\.jsonl$"
@@ -44,6 +45,16 @@ def default_home() -> Path:
 def folder_for_cwd(cwd: str) -> str:
     """The session folder name pi uses for ``cwd`` (``getDefaultSessionDir``)."""
     return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
+def short_folder(cwd: str) -> str:
+    """A folder name of at most 255 bytes for a cwd whose own one is longer (pi cannot make
+    that one): its first 200 characters and 16 hex digits of its sha256 (trajconv's, not pi's)."""
+    import hashlib
+
+    digest = hashlib.sha256(cwd.encode()).hexdigest()[:16]
+    head = folder_for_cwd(cwd)[:-2].encode()[:200].decode("utf-8", "ignore")
+    return f"{head}-{digest}--"
 
 
 def file_name(time_iso: str, session_id: str) -> str:

@@ -20,7 +20,8 @@ against the recorded fixtures). Rules implemented:
 * ``compaction`` and ``branch_summary`` entries -> system records holding the summary (pi
   sends each to the model as a user message wrapped in its own prefix); ``custom_message``
   -> system; ``model_change``, ``thinking_level_change``, ``label``, ``session_info``,
-  ``custom`` -> ``lifecycle-dropped`` by name (``session_info.name`` is the title);
+  ``custom`` -> ``lifecycle-dropped`` by name (``session_info.name`` is the title; the session
+  model is the last ``model_change`` or assistant message on the chain, as pi takes it);
 * a fork's header names the parent file (``parentSession``): its id (from the file name) is
   ``Session.parent_session_id``;
 * record ids are ``pi:<entry id>`` (``:<n>`` for the second and later blocks of a message).
@@ -156,6 +157,8 @@ class _Projector:
         elif kind == "custom_message":
             self.content(unit, obj.get("content"), "system", "custom_message", "$.content")
         else:
+            if kind == "model_change" and _str(obj.get("modelId")):
+                self.model = obj["modelId"]  # pi continues with it (``buildSessionContext``)
             unit.drop("lifecycle-dropped", name=kind)
         unit.finish()
 
