@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.continuation import conversation
+from proof.loaders import pi as loader
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from trajconv.codecs.base import Export
-from trajconv.loaders import pi as loader
-from trajconv.loaders import tools_dir
-from trajconv.loaders.continuation import conversation
 
 PROMPT = "Please go on from here."
 TOOLS = next((FIXTURES / "pi").glob("recorded-tools/sessions/*/*.jsonl"))
@@ -98,7 +98,7 @@ OTHERS = ("claude", "codex", "copilot", "deepagents", "gemini", "grok", "opencod
 
 @pytest.mark.parametrize("harness", OTHERS)
 def test_real_pi_continues_other_harnesses(pi_bin: Path, harness: str, tmp_path: Path) -> None:
-    from trajconv.loaders import continuation as cont
+    from proof import continuation as cont
 
     snap = cont.read_fixture(harness)
     project = tmp_path / "project"
@@ -121,7 +121,7 @@ def test_a_session_of_another_cwd_is_not_continued(pi_bin: Path, tmp_path: Path)
     elsewhere.mkdir()
     loader.install_fixture(TOOLS.parents[2], home, project)
     sid = str(trajconv.read("pi", TOOLS).session.id)
-    from trajconv.loaders.continuation import main_bodies, scripted_server
+    from proof.continuation import main_bodies, scripted_server
 
     with scripted_server(tmp_path / "work") as srv:
         loader.write_models(home, srv.base_url, "trajconv", "scripted")

@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from proof import npm
 from trajconv.codecs.pi.layout import folder_for_cwd
-from trajconv.loaders import npm
 
 PACKAGE = "@mariozechner/pi-coding-agent"
 VERSION = "0.73.1"
@@ -56,7 +56,7 @@ RUN_TIMEOUT = 300.0
 JsonObj = dict[str, Any]
 
 INSTALL_HINT = (
-    "Pi not installed: run `python -m trajconv.loaders install pi` "
+    "Pi not installed: run `python -m proof install pi` "
     f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
 )
 
@@ -336,6 +336,10 @@ def _session_model(path: Path) -> tuple[str, str]:
 #: the fixture session continued for the baseline (reasoning, three calls, one a failed read and
 #: one a shell command exiting 2, a resumed second turn)
 CONTINUATION_CASE = ("recorded-tools", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing (Grok, Copilot and
+#: Deep Agents each saw all of it, seen with their pinned CLIs)
+STILL_DIFFERENT: dict[str, int] = {}
 #: ``pi -p --session ID`` looks the id up in the folder of the cwd it runs in (elsewhere it
 #: offers a fork and exits 0 without a request), and refuses a session whose cwd is missing
 NEEDS_PROJECT_DIR = True
@@ -376,7 +380,7 @@ def continue_session(
     ``models.json`` as the provider and model the session last used; the JSON bodies of the
     model requests, in order. No request means pi did not resume it (it exits 0 when it only
     offers a fork), so the caller's comparison fails on an empty list."""
-    from trajconv.loaders.continuation import main_bodies, scripted_server
+    from proof.continuation import main_bodies, scripted_server
 
     path = locate(home, session_id)
     if path is None:
@@ -391,6 +395,6 @@ def continue_session(
 def request_items(body: JsonObj) -> list[JsonObj]:
     """What the model saw in one Chat Completions request (``openai_items``); a tool result
     carries no error flag there (pi's ``isError`` is not sent)."""
-    from trajconv.loaders.continuation import openai_items
+    from proof.continuation import openai_items
 
     return openai_items(body)
