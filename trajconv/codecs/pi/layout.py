@@ -103,6 +103,14 @@ def header_of(path: Path) -> dict[str, object] | None:
     return None
 
 
+def _is_cwd_folder(path: Path) -> bool:
+    """A folder named ``--<cwd>--`` holding at least one ``<time>_<id>.jsonl`` (names only)."""
+    name = path.name
+    if not (name.startswith("--") and name.endswith("--") and len(name) >= 4 and path.is_dir()):
+        return False
+    return any(id_of_file(p) is not None for p in path.glob("*.jsonl"))
+
+
 def claims(path: Path) -> Claim | None:
     """A pi session file (its name and header), a cwd folder of ``sessions/``, an agent folder
     or a user home holding one."""
@@ -119,8 +127,14 @@ def claims(path: Path) -> Claim | None:
         return None
     agent = agent_dir_of(path)
     if agent is not None:
-        return Claim(CERTAIN if agent.parts[-2:] == AGENT_DIR.parts else LIKELY, "home")
-    if path.name.startswith("--") and path.name.endswith("--") and len(path.name) >= 4:
+        if agent.parts[-2:] == AGENT_DIR.parts:
+            return Claim(CERTAIN, "home")
+        # another harness's home may hold a sessions/ folder too (Grok's): pi's has cwd
+        # folders named --<cwd>-- holding <time>_<id>.jsonl files
+        if any(_is_cwd_folder(d) for d in (agent / SESSIONS).iterdir()):
+            return Claim(LIKELY, "home")
+        return None
+    if _is_cwd_folder(path):
         ids = tuple(i for p in sorted(path.glob("*.jsonl")) if (i := id_of_file(p)) is not None)
         if ids:
             return Claim(CERTAIN if path.parent.name == SESSIONS else LIKELY, "store", ids)
