@@ -234,3 +234,15 @@ def test_a_session_without_cwd_is_refused() -> None:
     bare = snap.model_copy(update={"session": snap.session.model_copy(update={"cwd": None})})
     with pytest.raises(RefusedError):
         trajconv.write(bare, "pi", Path("/nonexistent/out"))
+
+
+def test_own_round_trip_keeps_the_provider(tmp_path: Path) -> None:
+    snap = trajconv.read("pi", TOOLS)
+    export = trajconv.write(snap, "pi", tmp_path / "out")
+    written = next((export.out_dir / "home").glob(".pi/agent/sessions/*/*.jsonl"))
+    entries = [json.loads(x) for x in written.read_text().splitlines()[1:]]
+    providers = {e.get("provider") or e["message"].get("provider") for e in entries}
+    assert providers - {None} == {"trajconv"}  # as the recorded file names it
+    assert "defaults-assumed" not in {
+        d.code for d in export.diagnostics if "provider" in " ".join(d.samples)
+    }

@@ -17,7 +17,8 @@ Pi has no import command: a session is a file in the folder of its cwd, found by
   Snapshot id and the record's position (``ids-derived``), the session id is the source's when
   it is a UUID (pi's own kind), else uuid5 of the Snapshot id;
 * the assistant messages name ``api: "openai-completions"``, the ``provider`` option (default:
-  the source harness's name) and the record's model; pi replays a ``thinking`` block as
+  for a pi source the provider its file names last, else the source harness's name) and the
+  record's model; pi replays a ``thinking`` block as
   reasoning (``reasoning_content``, the block's ``thinkingSignature``) only to that same
   provider, api and model, and as text to any other (``transformMessages``), so reasoning of a
   model other than the session's last is ``reasoning-as-text``; ``usage`` is zero and
@@ -207,6 +208,33 @@ def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
     return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
+def own_provider(snapshot: Snapshot) -> str | None:
+    """For a Snapshot read from pi, the provider its session file names last (a
+    ``model_change`` or an assistant message; the reader keeps only the model), read from the
+    file kept as the artifact, one line at a time."""
+    name = snapshot.source.locator.rsplit("/", 1)[-1]
+    art = next((a for a in snapshot.artifacts if a.name == name), None)
+    if art is None or art.blob is None:
+        return None
+    provider = None
+    rest = b""
+    for chunk in [*art.chunks(), b"\n"]:
+        *lines, rest = (rest + chunk).split(b"\n")
+        for line in lines:
+            if b'"provider"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            msg = entry.get("message") if isinstance(entry, dict) else None
+            if isinstance(msg, dict) and isinstance(msg.get("provider"), str):
+                provider = msg["provider"]
+            elif isinstance(entry, dict) and isinstance(entry.get("provider"), str):
+                provider = entry["provider"]
+    return provider
+
+
 def _last_model(snapshot: Snapshot) -> str | None:
     model = None
     for rec in snapshot.records:
@@ -235,13 +263,16 @@ def plan(
     own = snapshot.source.harness == "pi"
     sid = safe_component(session_id(snapshot, diags), "session id")
     diags.add("ids-derived", "entry ids")
-    provider = provider or snapshot.source.harness
+    found = own_provider(snapshot) if own else None
+    if provider is None and found is None:
+        diags.add("defaults-assumed", "assistant provider (the source harness's name)")
+    provider = provider or found or snapshot.source.harness
     default_model = model or _last_model(snapshot) or session.model
     if default_model is None:
         default_model = "unknown"
         diags.add("defaults-assumed", "assistant message model")
-    if not own or provider != snapshot.source.harness:
-        diags.add("defaults-assumed", "assistant provider and api")
+    if not own:
+        diags.add("defaults-assumed", "assistant api (openai-completions)")
     diags.add("defaults-assumed", "assistant usage (zero) and stopReason")
 
     created = session.created_at
