@@ -17,12 +17,14 @@ CODEC = LazyCodec(
         subagents=False, reasoning=True, tool_status=True, exit_code=False, images=True
     ),
     write_options=(
-        WriteOption("cwd", "the working directory the session is filed under", default=None),
         WriteOption(
             "provider",
-            "the provider the assistant messages name (pi replays reasoning to the same one)",
+            "the provider the assistant messages name (pi replays reasoning as reasoning only "
+            "to that provider and model); default: a pi source's own, else the source harness",
             default=None,
         ),
-        WriteOption("model", "the model the assistant messages name", default=None),
+        WriteOption(
+            "model", "the model of assistant messages whose record names none", default=None
+        ),
     ),
 )
