@@ -34,6 +34,7 @@ LOADERS: tuple[str, ...] = (
     "codex",
     "gemini",
     "opencode",
+    "qwen",
 )
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
 

@@ -1,0 +1,19 @@
+"""Qwen Code codec: ``~/.qwen/projects/<encoded cwd>/chats/<id>.jsonl``.
+
+Format facts and sources: the codec's README.md beside this file.
+"""
+
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
+
+CODEC = LazyCodec(
+    name="qwen",
+    aliases=("qwen-code",),
+    description="Qwen Code: chats/<id>.jsonl (ChatRecord JSONL) per project under ~/.qwen/projects",
+    package=__name__,
+    homes=(HomeSpec(".qwen", "Qwen Code", env=("QWEN_RUNTIME_DIR", "QWEN_HOME")),),
+    capabilities=Capabilities(subagents=True, reasoning=True, tool_status=True, exit_code=False),
+    write_options=(
+        WriteOption("cwd", "the project folder the session is written for", default=None),
+        WriteOption("model", "the model the session's answers name", default=None),
+    ),
+)
