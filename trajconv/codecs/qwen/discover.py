@@ -1,7 +1,7 @@
 """List Qwen Code sessions cheaply: the first and last lines of each session file.
 
-Sub-agent transcripts (``subagents/<parent id>/agent-<agent id>.jsonl``) are listed after
-their parent as sessions of their own (their records name the parent's ``sessionId``).
+Sub-agent transcripts (``subagents/<parent id>/agent-<agent id>.jsonl``) are not listed: they
+are read as children of their parent's Snapshot (``--session <agent id>`` reads one alone).
 """
 
 from __future__ import annotations
@@ -57,8 +57,7 @@ def _ref(path: Path) -> SessionRef | None:
 def discover(home: Path) -> list[SessionRef]:
     refs = []
     for path in layout.session_files(home):
-        for p in (path, *layout.subagent_files(path)):
-            ref = _ref(p)
-            if ref is not None:
-                refs.append(ref)
+        ref = _ref(path)
+        if ref is not None:
+            refs.append(ref)
     return refs

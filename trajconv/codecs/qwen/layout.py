@@ -27,6 +27,9 @@ PROJECTS = "projects"
 CHATS = "chats"
 SUBAGENTS = "subagents"
 SUFFIX = ".jsonl"
+#: the longest file name; a longer project folder name cannot be made (the CLI does not
+#: shorten it, and then keeps no session: observed with 0.24.4)
+MAX_NAME = 255
 RECORD_TYPES = ("user", "assistant", "tool_result", "system")
 
 

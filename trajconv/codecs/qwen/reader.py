@@ -317,51 +317,21 @@ def _part_kind(part: dict[str, Any]) -> str:
 
 def _subagent(path: Path) -> tuple[str, str] | None:
     """(agent id, parent session id) of ``subagents/<parent>/agent-<id>.jsonl``."""
-    if path.parent.parent.name == "subagents" and path.name.startswith("agent-"):
-        return path.stem.removeprefix("agent-"), path.parent.name
+    if path.parent.parent.name == layout.SUBAGENTS and path.name.startswith("agent-"):
+        return layout.session_id_of(path), path.parent.name
     return None
 
 
-def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
-    limits = limits or Limits()
-    file = layout.resolve(path, session)
-    child = _subagent(file)
-    project = file.parent.parent.parent if child else file.parent.parent
-    first = layout.first_record(file)
-    sid = child[0] if child else str(first.get("sessionId")) if first else file.stem
-    if child is None and first is not None and first.get("sessionId") != file.stem:
-        # the CLI finds a session by its file name; the records name the same id
-        sid = file.stem
-    version = first.get("version") if first else None
-    rel = file.relative_to(project).as_posix()
-    b = SnapshotBuilder(
-        Source(
-            harness="qwen",
-            harness_version=version if isinstance(version, str) else None,
-            session_id=sid,
-            locator=f"{layout.PROJECTS}/{project.name}/{rel}",
-        ),
-        READER,
-    )
+def _project(
+    b: SnapshotBuilder, file: Path, rel: str, limits: Limits, max_records: list[int]
+) -> _Projector:
+    """Copy ``file`` in as the artifact ``rel`` and project the records on its chain into
+    ``b``; ``max_records`` holds the records still allowed (all sessions together)."""
     blob = b.add_artifact_file(
         rel, "application/x-ndjson", file, limits.max_session_bytes, "max_session_bytes"
     )
     assert blob.whole_file is not None
     copy = blob.whole_file
-    meta_name = None
-    if child is not None:
-        meta = file.with_name(f"{file.stem}.meta.json")
-        if meta.is_file():
-            data = read_bounded(meta, limits.max_session_bytes)
-            try:
-                orjson.loads(data)
-            except orjson.JSONDecodeError:
-                b.diagnostics.add("metadata-invalid", meta.name)
-            else:
-                meta_name = meta.relative_to(project).as_posix()
-                b.add_artifact(meta_name, "application/json", data)
-        else:
-            b.diagnostics.add("metadata-missing", meta.name)
     chain = _chain(copy, rel, limits)
     proj = _Projector(b, rel)
     for number, obj in iter_file_objects(copy, rel, b.diagnostics, limits):
@@ -370,25 +340,85 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             b.diagnostics.add("unknown-kind", place, name=str(obj.get("type", "line")))
             continue
         if obj["uuid"] not in chain:
-            b.diagnostics.add("rewound", place)
+            if obj.get("subtype") == "custom_title":
+                # a title record may stand off the chain (the CLI does not make it the tail)
+                proj.system(obj, "", "custom_title", None)
+                b.diagnostics.add("lifecycle-dropped", place, name="custom_title")
+            else:
+                b.diagnostics.add("rewound", place)
             continue
+        before = b.record_count
         code = proj.record(obj, number)
         if code is not None:
             name = str(obj.get("subtype") or obj["type"]) if code == "lifecycle-dropped" else None
             b.diagnostics.add(code, place, name=name)
-        if b.record_count > limits.max_records:
+        max_records[0] -= b.record_count - before
+        if max_records[0] < 0:
             raise LimitError(file, "max_records", limits.max_records, line=number)
     proj.finish()
-    if first is None:
-        raise FormatError(file, "not a Qwen Code session: the first line is not a record", line=1)
-    b.session = Session(
+    return proj
+
+
+def _meta(b: SnapshotBuilder, file: Path, project: Path, limits: Limits) -> dict[str, Any]:
+    """A sub-agent's ``agent-<id>.meta.json`` as an artifact, and its object (``{}`` when it
+    is absent or unreadable, named)."""
+    meta = file.with_name(f"{file.stem}.meta.json")
+    if not meta.is_file():
+        b.diagnostics.add("metadata-missing", meta.name)
+        return {}
+    data = read_bounded(meta, limits.max_session_bytes)
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        b.diagnostics.add("metadata-invalid", meta.name)
+        return {}
+    b.add_artifact(meta.relative_to(project).as_posix(), "application/json", data)
+    return obj if isinstance(obj, dict) else {}
+
+
+def _session(sid: str, proj: _Projector, parent: str | None, model: Any = None) -> Session:
+    return Session(
         id=sid,
-        parent_session_id=child[1] if child else None,
+        parent_session_id=parent,
         title=proj.title,
         cwd=proj.cwd,
-        model=proj.model,
+        model=proj.model or (model if isinstance(model, str) and model else None),
         branch=proj.branch,
         created_at=proj.first,
         updated_at=proj.last,
     )
+
+
+def _source(sid: str, file: Path, project: Path) -> Source:
+    first = layout.first_record(file) or {}
+    version = first.get("version")
+    return Source(
+        harness="qwen",
+        harness_version=version if isinstance(version, str) else None,
+        session_id=sid,
+        locator=f"{layout.PROJECTS}/{project.name}/{file.relative_to(project).as_posix()}",
+    )
+
+
+def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
+    limits = limits or Limits()
+    file = layout.resolve(path, session)
+    if layout.first_record(file) is None:
+        raise FormatError(file, "not a Qwen Code session: the first line is not a record", line=1)
+    alone = _subagent(file)  # a sub-agent's file read on its own
+    project = file.parent.parent.parent if alone else file.parent.parent
+    sid = alone[0] if alone else layout.session_id_of(file)
+    b = SnapshotBuilder(_source(sid, file, project), READER)
+    budget = [limits.max_records]
+    meta = _meta(b, file, project, limits) if alone else {}
+    proj = _project(b, file, file.relative_to(project).as_posix(), limits, budget)
+    b.session = _session(sid, proj, alone[1] if alone else None, meta.get("model"))
+    if alone is None:
+        for sub in layout.subagent_files(file):
+            kid_meta = _meta(b, sub, project, limits)
+            call = kid_meta.get("toolUseId")
+            kid_id = layout.session_id_of(sub)
+            kid = b.child(_source(kid_id, sub, project), call if isinstance(call, str) else None)
+            kproj = _project(kid, sub, sub.relative_to(project).as_posix(), limits, budget)
+            kid.session = _session(kid_id, kproj, sid, kid_meta.get("model"))
     return b.build()
