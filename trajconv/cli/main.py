@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -749,6 +750,24 @@ def diagnostics(as_json: bool) -> None:
         click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
 
 
+def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
+    """The sessions of ``refs`` whose title holds ``text`` or one of whose records holds
+    every word of it; sessions the index could not read are named on stderr."""
+    from trajconv import search
+
+    if not text.split():
+        raise UsageError("--grep: give some text to look for")
+    holding, done = search.sessions_holding(listing, text)
+    for who, reason in done.skipped:
+        click.echo(f"# --grep skipped {who}: {reason}", err=True)
+    low = text.casefold()
+    return [
+        r
+        for r in refs
+        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
+    ]
+
+
 @cli.command()
 @_harness_opt("--harness", help_text="only this harness (repeat for several)", multiple=True)
 @click.option(
@@ -762,7 +781,13 @@ def diagnostics(as_json: bool) -> None:
 @click.option(
     "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
 )
-@click.option("--grep", "grep", default=None, help="only sessions whose title holds TEXT")
+@click.option(
+    "--grep",
+    "grep",
+    default=None,
+    help="only sessions whose title or any record holds every word of TEXT (through the "
+    "index of `trajconv search`)",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="at most N sessions")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def discover(
@@ -782,7 +807,10 @@ def discover(
 
     listing = find.list_sessions(harness or None, home)
     since_at = find.parse_since(since) if since is not None else None
-    refs = find.select(listing.sessions, cwd=cwd, since=since_at, grep=grep)[:limit]
+    refs = find.select(listing.sessions, cwd=cwd, since=since_at)
+    if grep is not None:
+        refs = _grep_sessions(listing, refs, grep)
+    refs = refs[:limit]
     rows = [r.to_json() for r in refs]
     if as_json:
         _emit_json({"coverage": listing.coverage, "sessions": rows})
@@ -845,7 +873,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if write_:
         from rich.console import Console
 
-        from trajconv.loaders.verify import check_export
+        check_export = parity_mod.rig("--write", "verify").check_export
 
         console = Console(stderr=True)
         with console.status("running the conversion matrix") as status:
@@ -1151,6 +1179,9 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
+
+
+cli.add_command(search_command)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from trajconv.loaders import npm
+from proof import npm
 
 PACKAGE = "@qwen-code/qwen-code"
 VERSION = "0.24.4"
@@ -40,7 +40,7 @@ VERSION = "0.24.4"
 NPM_DIR = "npm-qwen"
 
 INSTALL_HINT = (
-    "Qwen Code not installed: run `python -m trajconv.loaders install qwen` "
+    "Qwen Code not installed: run `python -m proof install qwen` "
     f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
 )
 
@@ -131,11 +131,11 @@ def continue_session(
     exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
 ) -> list[JsonObj]:
     """Resume the installed session (already under ``home``) in the real CLI for one turn
-    with ``prompt`` against :func:`trajconv.loaders.continuation.scripted_server` (its log in
+    with ``prompt`` against :func:`proof.continuation.scripted_server` (its log in
     ``workdir``); return the bodies of the model requests it answered, in order.
 
     ``cwd`` must exist: the CLI finds the session in the current directory's project."""
-    from trajconv.loaders.continuation import main_bodies, scripted_server
+    from proof.continuation import main_bodies, scripted_server
 
     with scripted_server(workdir, model=MODEL) as srv:
         proc = run(
@@ -171,11 +171,11 @@ def is_context_part(text: str) -> bool:
 def request_items(body: JsonObj) -> list[JsonObj]:
     """What the model saw in one Chat Completions request, as conversation items in order.
 
-    :func:`trajconv.loaders.continuation.openai_items` for everything but user messages, whose
+    :func:`proof.continuation.openai_items` for everything but user messages, whose
     text parts are items of their own: a part that is one whole ``<system-reminder>`` block
     (the CLI's start-up context and date, prepended to the first and the last prompt) is a
     ``system`` item, the rest ``user`` items."""
-    from trajconv.loaders.continuation import openai_items
+    from proof.continuation import openai_items
 
     items: list[JsonObj] = []
     for m in body.get("messages") or []:
@@ -203,6 +203,11 @@ CONTINUATION_CASE = ("recorded-tool-failures", None)
 
 #: ``--resume`` looks for ``<id>.jsonl`` in the project folder of the current directory
 NEEDS_PROJECT_DIR = True
+
+#: what its conversation still differs in when continued in the targets that pin it
+#: (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing (the CLI's
+#: start-up context is system text of its own, never a record)
+STILL_DIFFERENT: dict[str, int] = {}
 
 
 def install_fixture(case_dir: Path, home: Path, project: Path) -> None:
