@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import qwen as loader
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from tests.qwen.test_qwen import FILES, IDS
 from trajconv.codecs.genai import SNAPSHOT
-from proof.loaders import qwen as loader
-from proof import tools_dir
 
 PROMPT = "Continue from where we stopped."
 FOREIGN = {

@@ -11,9 +11,12 @@ CODEC = LazyCodec(
     description="Qwen Code: chats/<id>.jsonl (ChatRecord JSONL) per project under ~/.qwen/projects",
     package=__name__,
     homes=(HomeSpec(".qwen", "Qwen Code", env=("QWEN_RUNTIME_DIR", "QWEN_HOME")),),
-    capabilities=Capabilities(subagents=True, reasoning=True, tool_status=True, exit_code=False),
+    capabilities=Capabilities(subagents=True, reasoning=True, tool_status=True, exit_code=True),
     write_options=(
-        WriteOption("cwd", "the project folder the session is written for", default=None),
-        WriteOption("model", "the model the session's answers name", default=None),
+        WriteOption(
+            "model",
+            "the model named on answers that name none (default: the session's model)",
+            default=None,
+        ),
     ),
 )
