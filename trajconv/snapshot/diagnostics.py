@@ -72,6 +72,13 @@ _CODES: tuple[Code, ...] = (
     _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
     _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
     _r(
+        "subagent-unlinked",
+        "warning",
+        "sub-agent whose spawning call is not among the session's tool calls: kept as a child "
+        "without a parent_call_id",
+        units=False,
+    ),
+    _r(
         "crash-tail",
         "warning",
         "unfinished tail of a crashed write, which the harness itself drops",
