@@ -33,7 +33,7 @@ from trajconv.codecs.base import (
 )
 from trajconv.codecs.common import open_write
 from trajconv.codecs.gemini import layout
-from trajconv.codecs.gemini.reader import SHELL, SNAPSHOT, exit_code
+from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Record, Snapshot, ToolResult
