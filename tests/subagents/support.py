@@ -35,6 +35,12 @@ SOURCES: list[tuple[str, str, Path, str | None]] = [
         FIXTURES / "opencode" / "recorded-subagent" / "opencode.db",
         "ses_dcd058513ffevrQ8QGLlAtfPlw",
     ),
+    (
+        "qwen/recorded-subagent-compress",
+        "qwen",
+        next(FIXTURES.glob("qwen/recorded-subagent-compress/.qwen/projects/*/chats/*.jsonl")),
+        None,
+    ),
 ]
 IDS = [s[0] for s in SOURCES]
 
