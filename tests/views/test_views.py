@@ -238,7 +238,8 @@ def test_a_held_sub_agent_is_shown_once_under_its_spawning_call(
         r.call for r in snap.records if r.kind == "tool-call" and r.call.id == child.parent_call_id
     )
     # from the native home too, which also lists the child as a session of its own
-    home = {"claude": path.parents[3], "codex": path, "opencode": path.parent}[harness]
+    # (another source: its own session path)
+    home = {"claude": path.parents[3], "codex": path, "opencode": path.parent}.get(harness, path)
     shown = CliRunner().invoke(
         cli, ["show", "--from", harness, str(home), "--session", snap.session.id,
               "--format", "markdown"],
