@@ -52,6 +52,8 @@ def with_children(
     frontier = [snap]
     left = dict(candidates)
     left.pop(snap.session.id, None)
+    for held in snap.children:  # held by the Snapshot itself: never read again
+        left.pop(held.session.id, None)
     for _ in range(depth):
         nxt: list[Snapshot] = []
         for parent in frontier:
