@@ -117,11 +117,10 @@ def diff_side(path: Path) -> DiffSide:
 
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
-        from trajconv.codecs import registry
-        from trajconv.parity import _reread
+        from trajconv.api import reread
 
         doc = json.loads(manifest.read_text("utf-8"))
-        snap = _reread(registry.get(doc["target"]), path, doc["session_id"])
+        snap = reread(path)
         writer = tuple(Diagnostic.model_validate(d) for d in doc.get("diagnostics", []))
         return DiffSide(snap, writer)
     if path.is_dir():
