@@ -81,3 +81,36 @@ def test_every_child_record_is_in_the_export_or_counted(
         assert [c.parent_call_id for c in again.children] == [
             c.parent_call_id for c in snap.children
         ]
+
+
+ARCHIVED = [s for s in SOURCES if s[1] in ("claude", "codex")]
+
+
+@pytest.mark.parametrize(
+    ("label", "harness", "path", "session"), ARCHIVED, ids=[s[0] for s in ARCHIVED]
+)
+def test_the_archive_keeps_the_children_and_verify_names_a_tampered_one(
+    label: str, harness: str, path: Path, session: str | None, tmp_path: Path
+) -> None:
+    from trajconv.harvest import archive
+    from trajconv.store import load_input, verify_store
+
+    snap = read(harness, path, session)
+    home = path.parents[3] if harness == "claude" else path
+    store = tmp_path / "store"
+    archive(store, harness=harness, home=home)
+    stored = load_input(store, snap.session.id)
+    assert stored.id == snap.id
+    assert [carried(c) for c in stored.children] == [carried(c) for c in snap.children]
+    assert verify_store(store).ok
+    doc_path = next(p for p in (store / "snapshots").glob("*.json") if snap.id[7:] in p.name)
+    doc = json.loads(doc_path.read_text("utf-8"))
+    rec = next(r for r in doc["children"][0]["records"] if r["kind"] == "user")
+    rec["text"] += " (edited)"
+    doc_path.write_text(json.dumps(doc, indent=2), "utf-8")
+    report = verify_store(store)
+    assert not report.ok
+    child = snap.children[0].session.id
+    assert any(f"child 0 ({child}): record {rec['seq']}" in p for p in report.problems), (
+        report.problems
+    )
