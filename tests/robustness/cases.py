@@ -151,6 +151,13 @@ TARGETS: dict[str, Target] = {
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
+    # a cwd folder holding one session (the tree case's holds two: a read would need --session)
+    "pi": Target(
+        "pi",
+        "recorded-tools/sessions/*/*.jsonl",
+        "text",
+        lambda snap, victim: _journal_units(victim.name)(snap, victim),
+    ),
 }
 
 
