@@ -326,6 +326,8 @@ class Diagnostics:
             return
         self._counts[code] = self._counts.get(code, 0) + count
         if name is not None:
+            if type(name) is not str:  # a native kind that is a number or a list (issue 34)
+                name = repr(name)[:40]
             names = self._names.setdefault(code, {})
             if name in names or len(names) < MAX_NAMES:
                 names[name] = names.get(name, 0) + count

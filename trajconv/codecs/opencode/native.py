@@ -65,7 +65,8 @@ class Unit:
     raw: bytes
     place: str
     """``message:<id>`` / ``part:<id>`` (database), a file (storage), a JSON path (export)"""
-    time_created: int | None = None
+    time_created: int | float | str | None = None
+    """the cell as SQLite holds it (a blob as text): checked where it is used"""
 
 
 def _parse(raw: bytes) -> JsonObj | None:
@@ -182,6 +183,7 @@ class DbStore:
                 if msg is not None:
                     yield msg, parts
                 raw = _bytes(mdata)
+                created = _cell(created)
                 msg, parts = Unit(mid, _parse(raw), raw, f"message:{mid}", created), []
             if pid is not None:
                 pid, raw = text(pid), _bytes(pdata)
