@@ -594,7 +594,14 @@ def verify(file: Path, as_json: bool) -> None:
     # a stored Snapshot's artifacts are in its store
     checked = verify_streamed(file, stored=artifact_check(file))  # only one that verifies
     if checked is not None:
-        report = io.VerifyReport(True, checked.id, checked.records, checked.artifacts)
+        report = io.VerifyReport(
+            True,
+            checked.id,
+            checked.records,
+            checked.artifacts,
+            children=checked.children,
+            child_records=checked.child_records,
+        )
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.read_document(file)
         io.validate_document(doc, str(file))
@@ -607,12 +614,20 @@ def verify(file: Path, as_json: bool) -> None:
                 "id": report.snapshot_id,
                 "records": report.records,
                 "artifacts": report.artifacts,
+                "children": report.children,
+                "child_records": report.child_records,
                 "problems": report.problems,
             }
         )
     elif report.ok:
+        kids = (
+            f", {report.children} sub-agents with {report.child_records} records"
+            if report.children
+            else ""
+        )
         click.echo(
-            f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts)"
+            f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts"
+            f"{kids})"
         )
     else:
         for p in report.problems:
