@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.helpers import FIXTURES
 from tests.robustness.test_hostile import GROK, _rehash, _snapshot_doc, hostile
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
@@ -148,3 +153,265 @@ def test_time_pattern_is_the_calendar() -> None:
         assert pattern.fullmatch(moment.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
     for bad in ("2026-01-01T24:00:00.000Z", "2026-01-01T23:60:00.000Z", "0000-01-01T00:00:00.000Z"):
         assert not pattern.fullmatch(bad)
+
+
+# -- 3. reader crashes -------------------------------------------------------------------
+
+
+def _edit_lines(path: Path, edit: Callable[[dict[str, Any]], bool]) -> int:
+    """Apply ``edit`` to every JSON line of ``path``; how many lines it changed."""
+    lines = path.read_bytes().split(b"\n")
+    changed = 0
+    for i, line in enumerate(lines):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and edit(obj):
+            lines[i] = json.dumps(obj).encode()
+            changed += 1
+    path.write_bytes(b"\n".join(lines))
+    return changed
+
+
+def _read_ok(harness: str, path: Path) -> Any:
+    """Read ``path``: a Snapshot that validates and verifies (no traceback)."""
+    import trajconv
+    from trajconv.snapshot import io
+
+    snap = trajconv.read(harness, path)
+    assert io.verify(io.loads(io.dumps(snap))).ok
+    return snap
+
+
+CODEX_EDITS: dict[str, Callable[[dict[str, Any]], bool]] = {}
+
+
+def _codex_edit(name: str) -> Callable[[Callable[[dict[str, Any]], bool]], Any]:
+    def mark(func: Callable[[dict[str, Any]], bool]) -> Any:
+        CODEX_EDITS[name] = func
+        return func
+
+    return mark
+
+
+@_codex_edit("event payload.type a list")
+def _event_type_list(obj: dict[str, Any]) -> bool:
+    if obj.get("type") != "event_msg":
+        return False
+    obj["payload"]["type"] = ["token_count"]
+    return True
+
+
+@_codex_edit("event payload.type an object")
+def _event_type_object(obj: dict[str, Any]) -> bool:
+    if obj.get("type") != "event_msg":
+        return False
+    obj["payload"]["type"] = {"task_complete": 1}
+    return True
+
+
+@_codex_edit("response payload.type a list")
+def _item_payload_type(obj: dict[str, Any]) -> bool:
+    if obj.get("type") != "response_item":
+        return False
+    obj["payload"]["type"] = ["message"]
+    return True
+
+
+@_codex_edit("item_completed item.type a list and an object")
+def _item_type(obj: dict[str, Any]) -> bool:
+    p = obj.get("payload")
+    if obj.get("type") != "event_msg" or p.get("type") != "item_completed":
+        return False
+    p["item"]["type"] = ["AgentMessage"] if len(json.dumps(p)) % 2 else {"a": ["b"]}
+    return True
+
+
+@_codex_edit("content_item_kinds holding lists and objects")
+def _content_kinds(obj: dict[str, Any]) -> bool:
+    p = obj.get("payload")
+    meta = p.get("internal_chat_message_metadata_passthrough") if isinstance(p, dict) else None
+    if not isinstance(meta, dict) or "content_item_kinds" not in meta:
+        return False
+    meta["content_item_kinds"] = [["user.text"], {"user": "text"}, "user.text"]
+    return True
+
+
+@pytest.mark.parametrize("edit", sorted(CODEX_EDITS))
+@hostile(
+    "Codex lines whose payload.type, item.type or content_item_kinds hold a list or an "
+    "object: a Snapshot with the line counted as an unknown kind (was TypeError: "
+    "unhashable type)"
+)
+def test_codex_kinds_that_are_no_names(tmp_path: Path, edit: str) -> None:
+    import shutil
+
+    src = FIXTURES / "codex" / "shell-patch"
+    home = tmp_path / "home"
+    shutil.copytree(src, home)
+    [rollout] = home.rglob("rollout-*.jsonl")
+    assert _edit_lines(rollout, CODEX_EDITS[edit]) > 0
+    snap = _read_ok("codex", rollout)
+    assert snap.records or snap.diagnostics
+
+
+@pytest.mark.parametrize("kind", [7, [1, "x"], {"a": 1}, 1.5])
+@hostile(
+    "a Claude attachment whose type is a number, a list or an object (rendered to the "
+    "model): a Snapshot counting it by the value's repr (was TypeError inside diagnostics)"
+)
+def test_claude_attachment_type_that_is_no_name(tmp_path: Path, kind: Any) -> None:
+    import shutil
+
+    src = FIXTURES / "claude" / "recorded-resume"
+    home = tmp_path / "home"
+    shutil.copytree(src, home)
+    [journal] = [p for p in (home / ".claude" / "projects").glob("*/*.jsonl")]
+
+    def edit(obj: dict[str, Any]) -> bool:
+        if obj.get("type") != "attachment" or not isinstance(obj.get("attachment"), dict):
+            return False
+        obj["attachment"]["type"] = kind
+        return True
+
+    assert _edit_lines(journal, edit) > 0
+    snap = _read_ok("claude", journal)
+    [dropped] = [d for d in snap.diagnostics if d.code == "lifecycle-dropped"]
+    assert any(repr(kind)[:40] in s for s in dropped.samples), dropped.samples
+
+
+@hostile(
+    "an OpenCode session row and message rows with time_created=99999999999999999: "
+    "discover lists every session, show prints it (no created time), archive stores every "
+    "OpenCode session of the home (discover and show crashed; archive skipped them all)"
+)
+def test_opencode_time_past_every_calendar(tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    from trajconv.harvest import archive
+
+    src = FIXTURES / "opencode" / "recorded-subagent"
+    home = tmp_path / "home"
+    shutil.copytree(src, home)
+    [db] = home.rglob("opencode.db")
+    con = sqlite3.connect(db)
+    sessions = [sid for (sid,) in con.execute("select id from session")]
+    con.execute("update session set time_created = 99999999999999999")
+    con.execute("update message set time_created = 99999999999999999")
+    con.execute("update message set data = json_set(data, '$.time.created', 99999999999999999)")
+    con.commit()
+    con.close()
+    codec = registry.get("opencode")
+    refs = codec.discover(db.parent)
+    assert sorted(r.session_id for r in refs) == sorted(sessions)
+    assert all(r.created_at is None for r in refs)
+    result = CliRunner().invoke(
+        cli, ["discover", "--harness", "opencode", "--home", str(db.parent)]
+    )
+    assert result.exit_code == 0, result.output
+    root = next(r for r in refs if r.session_id == sorted(sessions)[0])
+    shown = CliRunner().invoke(
+        cli, ["show", "--from", "opencode", str(db), "--session", root.session_id]
+    )
+    assert shown.exit_code == 0, shown.output
+    summary = archive(tmp_path / "store", harness="opencode", home=db.parent)
+    assert sorted(o.status for o in summary.outcomes) == ["first"] * len(summary.outcomes)
+    assert len(summary.outcomes) >= 1
+
+
+# -- 4. the JSONL secret stripper --------------------------------------------------------
+
+
+@hostile(
+    "a Copilot journal whose session.start spells apiKey with 20 spaces or a \\r before "
+    "its colon (legal JSON): stripped with secret-dropped, absent from the Snapshot and "
+    "the export (was kept: the stripper looked 15 bytes past the name for a colon)"
+)
+def test_secret_name_with_json_whitespace_is_dropped(tmp_path: Path) -> None:
+    import shutil
+
+    import trajconv
+    from trajconv.snapshot import io
+
+    src = next((FIXTURES / "copilot" / "multi-turn").rglob("events.jsonl")).parent
+    for n, gap in enumerate([b" " * 20, b"\r", b" \t\r" * 30]):
+        folder = tmp_path / f"s{n}" / src.name
+        shutil.copytree(src, folder)
+        journal = folder / "events.jsonl"
+        first, rest = journal.read_bytes().split(b"\n", 1)
+        assert first.endswith(b"}")
+        planted = first[:-1] + b',"apiKey"' + gap + b':"' + PLANTED + b'"}'
+        assert json.loads(planted)["apiKey"] == PLANTED.decode()
+        journal.write_bytes(planted + b"\n" + rest)
+        snap = trajconv.read("copilot", folder)
+        assert snap.diagnostic_count("secret-dropped") == 1
+        assert PLANTED not in io.dumps(snap)
+        out = tmp_path / f"export{n}"
+        trajconv.write(snap, "grok", out)
+        assert not [p for p in out.rglob("*") if p.is_file() and PLANTED in p.read_bytes()]
+
+
+PLANTED = b"sk-hostile-three-0123456789"
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(
+    before=st.text(" \t\r", max_size=40),
+    after=st.text(" \t\r", max_size=40),
+    name=st.sampled_from(["apiKey", "authToken", "password", "x_token", "Authorization"]),
+    pad=st.integers(0, 300),
+)
+def test_stripper_sees_every_whitespace_spelling(
+    before: str, after: str, name: str, pad: int
+) -> None:
+    from trajconv.snapshot.secrets import strip_jsonl_bytes
+
+    line = f'{{"text":"{"k" * pad}","{name}"{before}:{after}"{PLANTED.decode()}","n":1}}'
+    assert json.loads(line)[name] == PLANTED.decode()
+    data = b'{"a":1}\n' + line.encode() + b"\n{}\n"
+    clean, dropped = strip_jsonl_bytes(data)
+    assert PLANTED not in clean
+    assert dropped == [f"line 2: $.{name}"]
+    assert clean.count(b"\n") == 3
+
+
+# -- 6. terminal injection ---------------------------------------------------------------
+
+OSC_TITLE = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202eevil"
+
+
+@hostile(
+    "an OpenCode session titled with OSC 0, CSI clear-screen, a C1 CSI and a bidi "
+    "override, in a folder named with ESC: discover (text and --json) and the CLI's "
+    "other lines show each control as \\xNN / a JSON escape (OSC 0 reached the terminal)"
+)
+def test_discover_neutralises_control_sequences(tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    src = FIXTURES / "opencode" / "recorded-tools"
+    home = tmp_path / "home"
+    shutil.copytree(src, home)
+    [db] = home.rglob("opencode.db")
+    con = sqlite3.connect(db)
+    con.execute("update session set title = ?, directory = ?", (OSC_TITLE, "/w/\x1b[8m"))
+    con.commit()
+    con.close()
+    runner = CliRunner()
+    text = runner.invoke(cli, ["discover", "--harness", "opencode", "--home", str(db.parent)])
+    assert text.exit_code == 0, text.output
+    assert "pwned" in text.output
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in text.output
+    assert "\\x1b]0;pwned\\x07" in text.output
+    listed = runner.invoke(
+        cli, ["discover", "--harness", "opencode", "--home", str(db.parent), "--json"]
+    )
+    assert listed.exit_code == 0, listed.output
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in listed.output
+    [row] = json.loads(listed.output)["sessions"]
+    assert row["title"] == OSC_TITLE  # the same data, escaped as JSON
+    assert row["cwd"] == "/w/\x1b[8m"

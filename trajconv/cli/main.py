@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import json
 import os
 import shlex
 import sys
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.echo import echo, json_text
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -25,7 +25,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json_text(value))
 
 
 def _complete_harness(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -112,9 +112,9 @@ def _print_diagnostics(read: Any = (), written: Any = ()) -> None:
     """Every command's diagnostics go to stderr, so stdout stays the result."""
     lines = _diag_lines(read, "read") + _diag_lines(written, "write")
     if lines:
-        click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
+        echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
         for line in lines:
-            click.echo(line, err=True)
+            echo(line, err=True)
 
 
 def _report_lossy(export: Any) -> None:
@@ -124,15 +124,15 @@ def _report_lossy(export: Any) -> None:
     found = [d for d in export.diagnostics if d.code in LOSSY_CODES]
     notes = [n for n in export.manifest.get("notes", []) if n.startswith("--allow-lossy")]
     if not found and not notes:
-        click.echo("--allow-lossy: nothing had to be left out", err=True)
+        echo("--allow-lossy: nothing had to be left out", err=True)
     for d in found:
         more = f" and {d.count - len(d.samples)} more" if d.count > len(d.samples) else ""
-        click.echo(
+        echo(
             f"--allow-lossy: {d.code} x{d.count} ({d.message}): {', '.join(d.samples)}{more}",
             err=True,
         )
     for note in notes:
-        click.echo(note, err=True)
+        echo(note, err=True)
 
 
 def _report_export(
@@ -154,14 +154,14 @@ def _report_export(
         return
     out = export.out_dir.resolve()
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
-    click.echo(f"wrote {export.target} session {export.session_id} to {out}")
-    click.echo(f"  snapshot:  {export.snapshot_id}")
+    echo(f"wrote {export.target} session {export.session_id} to {out}")
+    echo(f"  snapshot:  {export.snapshot_id}")
     if export.installable:
-        click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
-        click.echo(f"  resume:    {resume}")
-        click.echo(f"  try first: {export.try_first()}")
+        echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
+        echo(f"  resume:    {resume}")
+        echo(f"  try first: {export.try_first()}")
     for note in export.manifest.get("notes", []):
-        click.echo(f"  note:      {note}")
+        echo(f"  note:      {note}")
     _print_diagnostics(snapshot.diagnostics if snapshot is not None else (), export.diagnostics)
 
 
@@ -236,18 +236,18 @@ class _Cli(click.Group):
                 raise KeyboardInterrupt
             return result
         except TrajconvError as exc:
-            click.echo(f"trajconv: error: {exc}", err=True)
+            echo(f"trajconv: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             # spools are removed as their owners unwind; an export is staged, never half
-            click.echo("trajconv: interrupted", err=True)
+            echo("trajconv: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             _quiet_stdout()  # the reader (`| head`) has all it wanted
             ctx.exit(0)
         except OSError as exc:  # a file the user named: a folder, unreadable, disk full
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
+            echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
             ctx.exit(1)
 
 
@@ -297,7 +297,7 @@ def codecs(as_json: bool) -> None:
     for r in rows:
         caps = ",".join(k for k in ("read", "write", "discover") if r[k])
         aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
-        click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
+        echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
 
 
 def _harness_opt(
@@ -361,7 +361,7 @@ def read(
         io.write(snap, sys.stdout.buffer)
     else:
         _dump_snapshot(snap, output, force)
-        click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
+        echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
     _print_diagnostics(snap.diagnostics)
 
 
@@ -444,13 +444,13 @@ def _convert_source(
             if stored:
                 return _snapshot_input(given, session, None)
             source = find.detect(given)
-            click.echo(f"reading {given} as {source} (--from to say otherwise)", err=True)
+            echo(f"reading {given} as {source} (--from to say otherwise)", err=True)
         return trajconv.read(source, given, session=session, limits=limits)
     if path is not None and ("/" in path or path.startswith(".")):
         raise UsageError(f"{path}: no such file or folder")
     query = path if path is not None else session
     ref = find.pick(query, latest=latest, cwd=cwd, harnesses=[source] if source else None)
-    click.echo(f"found {find.describe(ref)}", err=True)
+    echo(f"found {find.describe(ref)}", err=True)
     return trajconv.read(ref.harness, ref.path, session=ref.session_id, limits=limits)
 
 
@@ -469,7 +469,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     if home is not None:
         argv += ["--home", str(home)]
     done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
-    click.echo(done.stdout, nl=False, err=as_json)
+    echo(done.stdout, nl=False, err=as_json)
     if done.returncode != 0:
         sys.exit(done.returncode)
 
@@ -625,13 +625,13 @@ def verify(file: Path, as_json: bool) -> None:
             if report.children
             else ""
         )
-        click.echo(
+        echo(
             f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts"
             f"{kids})"
         )
     else:
         for p in report.problems:
-            click.echo(f"{file}: {p}", err=True)
+            echo(f"{file}: {p}", err=True)
     if not report.ok:
         sys.exit(1)
 
@@ -721,9 +721,7 @@ def schema() -> None:
     """Print the JSON Schema of the Snapshot format (trajconv.snapshot/1)."""
     from importlib import resources
 
-    click.echo(
-        resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False
-    )
+    echo(resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False)
 
 
 @cli.command()
@@ -746,7 +744,7 @@ def diagnostics(as_json: bool) -> None:
         _emit_json(rows)
         return
     for r in rows:
-        click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
+        echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
 
 
 @cli.command()
@@ -788,17 +786,17 @@ def discover(
         _emit_json({"coverage": listing.coverage, "sessions": rows})
         return
     if rows:
-        click.echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
+        echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
     for r in rows:
         title = r["title"] or "-"
         title = title if len(title) <= 30 else title[:29] + "…"
-        click.echo(
+        echo(
             f"{r['harness']:<10} {r['session_id']:<40} "
             f"{r['updated_at'] or r['created_at'] or '-':<24} {title:<30} {r['path']}"
         )
     for cov in listing.coverage:
         extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
-        click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
+        echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
 
 
 @cli.command()
@@ -836,9 +834,9 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
             _emit_json({"ok": not problems, "problems": problems})
         else:
             for p in problems:
-                click.echo(f"parity: {p}", err=True)
+                echo(f"parity: {p}", err=True)
             if not problems:
-                click.echo("parity evidence is current")
+                echo("parity evidence is current")
         if problems:
             sys.exit(1)
         return
@@ -857,7 +855,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
             )
         parity_mod.write(data)
         lost = sum(1 for p in data["pairs"] if any(v["lost"] for v in p["kinds"].values()))
-        click.echo(
+        echo(
             f"wrote {parity_mod.EVIDENCE / 'parity.json'} and matrix.md "
             f"({len(data['pairs'])} pair runs, {lost} with losses)",
             err=True,
@@ -867,7 +865,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if as_json:
         _emit_json(data)
         return
-    click.echo(parity_mod.render_markdown(data), nl=False)
+    echo(parity_mod.render_markdown(data), nl=False)
 
 
 def _verify_store(store: Path | str, as_json: bool) -> None:
@@ -877,16 +875,16 @@ def _verify_store(store: Path | str, as_json: bool) -> None:
     if as_json:
         _emit_json(report.to_json())
     elif report.ok:
-        click.echo(
+        echo(
             f"ok {store}: {report.snapshots} Snapshots, {report.artifacts} artifacts, "
             f"{report.index_rows} index rows, {report.sessions} sessions"
         )
     else:
         for p in report.problems:
-            click.echo(f"{store}: {p}", err=True)
+            echo(f"{store}: {p}", err=True)
     if not as_json:
         for note in report.notes:
-            click.echo(f"# note: {note}", err=True)
+            echo(f"# note: {note}", err=True)
     if not report.ok:
         sys.exit(1)
 
@@ -1032,22 +1030,22 @@ def archive_run(
         _emit_json(summary.to_json())
     else:
         counts = summary.counts
-        click.echo(
+        echo(
             f"archived {len(summary.outcomes)} sessions into {store} in {summary.seconds:.2f} s: "
             + ", ".join(f"{k} {v}" for k, v in counts.items())
         )
-        click.echo(
+        echo(
             f"  wrote {summary.snapshots_written} Snapshots, {summary.artifacts_written} "
             f"artifacts ({summary.bytes_written} bytes)"
         )
         for o in summary.outcomes:
             if o.status in ("extends", "diverged"):
-                click.echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
+                echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
         for cov in summary.coverage:
             extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
-            click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
+            echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
     for o in summary.failed:
-        click.echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
+        echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
     if not summary.ok:
         sys.exit(1)
 
@@ -1069,7 +1067,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
                 _emit_json(sessions)
                 return
             for s in sessions:
-                click.echo(
+                echo(
                     f"{s['harness']:<10} {s['session_id']:<40} {s['snapshots']:>3} snapshot(s)  "
                     f"{s['latest_relation']:<9} {s['records']:>6} records  {s['archived_at']}"
                 )
@@ -1082,7 +1080,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
         return
     for r in rows:
         facts = "  (session facts changed)" if r.facts_changed else ""
-        click.echo(
+        echo(
             f"{r.archived_at}  {r.relation:<9} {r.snapshot_id}  {r.records:>6} records  "
             f"{r.harness}{facts}"
         )
@@ -1118,7 +1116,7 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
         if as_json:
             _emit_json(done.to_json())
             return
-        click.echo(
+        echo(
             f"exported {store} to {file} as Parquet: {done.sessions} sessions, "
             f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)"
         )
@@ -1129,7 +1127,7 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
     if as_json:
         _emit_json(moved.to_json())
         return
-    click.echo(
+    echo(
         f"exported {store} to {file}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows)"
     )
@@ -1147,7 +1145,7 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
     if as_json:
         _emit_json(moved.to_json())
         return
-    click.echo(
+    echo(
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
