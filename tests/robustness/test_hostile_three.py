@@ -415,3 +415,75 @@ def test_discover_neutralises_control_sequences(tmp_path: Path) -> None:
     [row] = json.loads(listed.output)["sessions"]
     assert row["title"] == OSC_TITLE  # the same data, escaped as JSON
     assert row["cwd"] == "/w/\x1b[8m"
+
+
+# -- 8. symlinked files beside a session -------------------------------------------------
+
+CREDENTIALS = b'{"type":"user","uuid":"u","aws_access":"AKIA-HOSTILE-THREE-0000"}\n'
+
+
+@hostile(
+    "a Claude subagents/agent-*.jsonl and its .meta.json that are symlinks to a "
+    "credentials file outside the home (and a symlinked subagents folder): not read, named "
+    "by symlink-skipped, absent from the Snapshot and the store (were copied into both)"
+)
+def test_claude_symlinked_subagent_files_are_skipped(tmp_path: Path) -> None:
+    import shutil
+
+    import trajconv
+    from trajconv.harvest import archive
+    from trajconv.snapshot import io
+
+    secret = tmp_path / "outside" / "credentials"
+    secret.parent.mkdir()
+    secret.write_bytes(CREDENTIALS)
+    for how in ("files", "folder"):
+        home = tmp_path / how
+        shutil.copytree(FIXTURES / "claude" / "recorded-subagent", home)
+        [transcript] = (home / ".claude" / "projects").glob("*/*.jsonl")
+        folder = transcript.parent / transcript.stem / "subagents"
+        if how == "files":
+            for sub in sorted(folder.iterdir()):
+                sub.unlink()
+                sub.symlink_to(secret)
+        else:
+            shutil.rmtree(folder)
+            (secret.parent / "subagents").mkdir()
+            (secret.parent / "subagents" / "agent-a.jsonl").symlink_to(secret)
+            folder.symlink_to(secret.parent / "subagents", target_is_directory=True)
+        snap = trajconv.read("claude", transcript)
+        assert b"AKIA-HOSTILE" not in io.dumps(snap)
+        [skipped] = [d for d in snap.diagnostics if d.code == "symlink-skipped"]
+        # the link is named; the sidecar of a skipped transcript is not looked at
+        assert skipped.count == 1 and all("subagents" in s for s in skipped.samples)
+        store = tmp_path / f"store-{how}"
+        summary = archive(store, harness="claude", home=home)
+        assert [o.status for o in summary.outcomes] == ["first"]
+        assert not [
+            p for p in store.rglob("*") if p.is_file() and b"AKIA-HOSTILE" in p.read_bytes()
+        ]
+
+
+@hostile(
+    "an OpenCode legacy storage/ part file that is a symlink to a credentials file: not "
+    "read, named by symlink-skipped (was read into the Snapshot)"
+)
+def test_opencode_symlinked_storage_file_is_skipped(tmp_path: Path) -> None:
+    import shutil
+
+    import trajconv
+    from trajconv.snapshot import io
+
+    secret = tmp_path / "credentials.json"
+    secret.write_bytes(b'{"id":"prt_x","type":"text","text":"AKIA-HOSTILE-THREE-0000"}')
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "opencode" / "legacy-json", home)
+    [ref, *_] = registry.get("opencode").discover(home)
+    message = sorted((home / "storage" / "message" / ref.session_id).glob("*.json"))[0]
+    part = sorted((home / "storage" / "part" / message.stem).glob("*.json"))[0]
+    part.unlink()
+    part.symlink_to(secret)
+    snap = trajconv.read("opencode", ref.path, session=ref.session_id)
+    assert b"AKIA-HOSTILE" not in io.dumps(snap)
+    [skipped] = [d for d in snap.diagnostics if d.code == "symlink-skipped"]
+    assert skipped.samples == (f"storage/{part.relative_to(home / 'storage').as_posix()}",)

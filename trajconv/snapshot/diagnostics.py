@@ -123,6 +123,12 @@ _CODES: tuple[Code, ...] = (
         units=False,
     ),
     _r(
+        "symlink-skipped",
+        "warning",
+        "file beside the session that is a symbolic link (it may point anywhere): not read",
+        units=False,
+    ),
+    _r(
         "ids-not-unique",
         "info",
         "native ids repeat, so record ids come from positions",

@@ -349,28 +349,37 @@ def _side(number: int, obj: dict[str, Any], d: Diagnostics, name: str) -> None:
         d.add("unknown-kind", place, name=kind)
 
 
+def _links_skipped(links: list[Path], base: Path, b: SnapshotBuilder) -> None:
+    for link in links:
+        b.diagnostics.add("symlink-skipped", link.relative_to(base).as_posix())
+
+
 def _subagent_meta(path: Path, b: SnapshotBuilder) -> None:
-    meta = path.with_name(path.stem + layout.META_SUFFIX)
-    if meta.is_file():
+    links: list[Path] = []
+    meta = layout.sidecar(path.with_name(path.stem + layout.META_SUFFIX), links)
+    if meta is not None:
         b.add_artifact(meta.name, "application/json", read_bounded(meta, 16 * 1024**2))
+    _links_skipped(links, path.parent, b)
 
 
 def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> None:
     """The sub-agent transcripts beside a main transcript, kept byte for byte."""
-    for sub in layout.subagent_files(path):
+    links: list[Path] = []
+    for sub in layout.subagent_files(path, links):
         rel = f"{layout.SUBAGENTS}/{sub.name}"
         budget += sub.stat().st_size
         limits.check("max_session_bytes", budget, sub)
         b.add_artifact_file(
             rel, "application/x-ndjson", sub, limits.max_session_bytes, "max_session_bytes"
         )
-        meta = sub.with_name(sub.stem + layout.META_SUFFIX)
-        if meta.is_file():
+        meta = layout.sidecar(sub.with_name(sub.stem + layout.META_SUFFIX), links)
+        if meta is not None:
             b.add_artifact(
                 f"{layout.SUBAGENTS}/{meta.name}",
                 "application/json",
                 read_bounded(meta, 16 * 1024**2),
             )
+    _links_skipped(links, path.parent, b)
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:

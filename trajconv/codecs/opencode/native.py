@@ -234,6 +234,22 @@ class JsonStore:
         self.raw_info = raw
         self._info = info
         self.session = str(info.get("id") or session_file.stem)
+        self.links: list[str] = []
+        """Files of the session that are symbolic links, left out (paths in storage/)."""
+
+    def _files(self, folder: Path) -> list[Path]:
+        """The ``*.json`` files of ``folder``; a symbolic link (file or folder) is not
+        followed but noted in :attr:`links` (issue 34)."""
+        if folder.is_symlink():
+            self.links.append(self.rel(folder))
+            return []
+        found = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if path.is_symlink():
+                self.links.append(self.rel(path))
+            else:
+                found.append(path)
+        return found
 
     def info(self) -> JsonObj:
         return self._info
@@ -244,7 +260,7 @@ class JsonStore:
     def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
         folder = self.storage / "message" / self.session
         units = []
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in self._files(folder):
             raw = _read_json_file(path, self.limit)
             data = _parse(raw)
             created = None
@@ -260,14 +276,14 @@ class JsonStore:
 
     def parts(self, message_id: str) -> Iterator[Unit]:
         folder = self.storage / "part" / message_id
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in self._files(folder):
             raw = _read_json_file(path, self.limit)
             yield Unit(path.stem, _parse(raw), raw, self.rel(path))
 
     def children(self) -> list[str]:
         project = self.session_file.parent
         found = []
-        for path in sorted(project.glob("*.json")):
+        for path in self._files(project):
             data = _parse(_read_json_file(path, self.limit))
             if data is not None and data.get("parentID") == self.session:
                 found.append(str(data.get("id") or path.stem))
