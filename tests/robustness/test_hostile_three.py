@@ -487,3 +487,60 @@ def test_opencode_symlinked_storage_file_is_skipped(tmp_path: Path) -> None:
     assert b"AKIA-HOSTILE" not in io.dumps(snap)
     [skipped] = [d for d in snap.diagnostics if d.code == "symlink-skipped"]
     assert skipped.samples == (f"storage/{part.relative_to(home / 'storage').as_posix()}",)
+
+
+# -- 9. show --diff on a hostile export --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        b"{}",
+        b"[]",
+        b"not json",
+        b'{"format": "trajconv.export/1", "target": 5, "session_id": [], "session_paths": 7}',
+        b'{"format": "trajconv.export/1", "target": "grok", "session_id": "s", '
+        b'"session_paths": [null]}',
+        b'{"format": "trajconv.export/1", "target": "grok", "session_id": "s", '
+        b'"session_paths": [], "diagnostics": [{"code": 1}]}',
+        "../../outside",
+        "/etc",
+        "symlink",
+    ],
+)
+@hostile(
+    "show --diff A EXPORT whose trajconv-export.json is {}, [], not JSON, of wrong types, "
+    "or names a session path outside home/ (../.., absolute, through a symlink): a named "
+    "FormatError, exit 1, nothing read outside (was a traceback; paths were not contained)"
+)
+def test_diff_of_a_hostile_export_manifest(tmp_path: Path, manifest: bytes | str) -> None:
+    import trajconv
+    from trajconv.snapshot import io
+
+    snap = trajconv.read("grok", GROK)
+    io.dump(snap, tmp_path / "a.json")
+    out = tmp_path / "out"
+    trajconv.write(snap, "grok", out)
+    file = out / "trajconv-export.json"
+    if isinstance(manifest, bytes):
+        file.write_bytes(manifest)
+    else:
+        doc = json.loads(file.read_bytes())
+        installed = out / "home" / doc["session_paths"][0]
+        outside = tmp_path / "outside"
+        import shutil
+
+        shutil.copytree(installed, outside)  # a real session, to show it is not read
+        if manifest == "symlink":
+            (out / "home" / "link").symlink_to(outside, target_is_directory=True)
+            doc["session_paths"] = ["link"]
+        elif manifest == "/etc":
+            doc["session_paths"] = [str(outside)]
+        else:
+            doc["session_paths"] = ["../../outside"]
+            assert (out / "home" / doc["session_paths"][0]).resolve() == outside.resolve()
+        file.write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, ["show", "--diff", str(tmp_path / "a.json"), str(out)])
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "trajconv-export.json" in result.output
