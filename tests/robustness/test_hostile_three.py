@@ -544,3 +544,72 @@ def test_diff_of_a_hostile_export_manifest(tmp_path: Path, manifest: bytes | str
     assert result.exit_code == 1, result.output
     assert isinstance(result.exception, SystemExit), result.exception
     assert "trajconv-export.json" in result.output
+
+
+# -- 5. forged store index rows ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["local", "object-store"])
+@hostile(
+    "a store index row of session X relabelled with the victim's session id (the victim's "
+    "rows deleted; for an object store, the index object moved under the recomputed key "
+    "hash): verify names the row, --session victim is refused, archive log prints fields "
+    "inert (verified ok and served X's Snapshot as the victim's)"
+)
+def test_forged_index_row_is_refused(
+    tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from tests.archive.support import grok_home
+    from trajconv.errors import VerifyError
+    from trajconv.harvest import archive
+    from trajconv.store import load_input, verify_store
+    from trajconv.store.remote import session_key
+
+    monkeypatch.setenv("TRAJCONV_CACHE", str(tmp_path / "cache"))
+    home = grok_home(tmp_path / "home", ["multi-turn", "rewind"])
+    root = tmp_path / "store"
+    location: str | Path = root if where == "local" else f"file://{root}"
+    summary = archive(location, harness="grok", home=home)
+    victim, thief = sorted(o.session_id for o in summary.outcomes)
+    assert load_input(location, victim).source.session_id == victim
+    forged = victim + "\x1b]0;pwned\x07"
+    if where == "local":
+        con = sqlite3.connect(root / "index.sqlite")
+        con.execute("delete from archived where session_id = ?", (victim,))
+        con.execute("update archived set session_id = ? where session_id = ?", (victim, thief))
+        con.execute("insert into archived select null, harness, ?, snapshot_id, fingerprint, "
+                    "archived_at, relation, previous_id, records, last_hash, facts_changed, "
+                    "locator from archived where session_id = ?", (forged, victim))  # fmt: skip
+        con.commit()
+        con.close()
+    else:
+        index = root / "index"
+        import shutil
+
+        shutil.rmtree(index / session_key("grok", victim))
+        objects = sorted((index / session_key("grok", thief)).iterdir())
+        dest = index / session_key("grok", victim)
+        dest.mkdir()
+        for obj in objects:
+            doc = json.loads(obj.read_bytes())
+            doc["session_id"] = victim
+            (dest / obj.name).write_text(json.dumps(doc))
+        shutil.rmtree(index / session_key("grok", thief))
+        shutil.rmtree(tmp_path / "cache")
+    report = verify_store(location)
+    assert not report.ok
+    assert any("the index was changed" in p for p in report.problems), report.problems
+    with pytest.raises(VerifyError, match="the index was changed"):
+        load_input(location, victim)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["convert", "--to", "fx", str(location), "--session", victim, "-o", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    assert "the index was changed" in result.output and not out.exists()
+    if where == "local":
+        log = CliRunner().invoke(cli, ["archive", "log", str(root)])
+        assert log.exit_code == 0, log.output
+        assert "\x1b" not in log.output and "\\x1b]0;pwned\\x07" in log.output
