@@ -613,3 +613,68 @@ def test_forged_index_row_is_refused(
         log = CliRunner().invoke(cli, ["archive", "log", str(root)])
         assert log.exit_code == 0, log.output
         assert "\x1b" not in log.output and "\\x1b]0;pwned\\x07" in log.output
+
+
+# -- 11. large ATIF documents ------------------------------------------------------------
+
+
+def _atif_peak(doc: Path) -> tuple[int, int]:
+    """Records read from ``doc`` and the peak of Python's traced memory while reading."""
+    import tracemalloc
+
+    import trajconv
+
+    tracemalloc.start()
+    try:
+        snap = trajconv.read("atif", doc)
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return len(snap.records), peak
+
+
+@hostile(
+    "ATIF documents of 1 MB and 4 MB: the peak of Python's memory while reading grows by "
+    "under a quarter of the 3 MB between them (parsed whole, it grew by several times "
+    "that: 100 MB of small steps took 1.5 GB); the steps are streamed"
+)
+def test_large_atif_memory_is_bounded(tmp_path: Path) -> None:
+    import trajconv
+    from tests.robustness.hostile import atif_document
+
+    small = atif_document(tmp_path / "small" / "trajectory.json", 1 << 20)
+    large = atif_document(tmp_path / "large" / "trajectory.json", 4 << 20)
+    trajconv.read("atif", small)  # imports and caches first
+    n_small, peak_small = _atif_peak(small)
+    n_large, peak_large = _atif_peak(large)
+    assert n_large > 3 * n_small
+    grown = peak_large - peak_small
+    assert grown < (large.stat().st_size - small.stat().st_size) // 4, (peak_small, peak_large)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    ["step-id", "agent-only-field", "source-call-id", "not-json-tail", "lone-surrogate"],
+)
+def test_streamed_atif_is_checked_as_a_whole_document(tmp_path: Path, edit: str) -> None:
+    """The streamed reader refuses what the whole-document check refused, step by step."""
+    import trajconv
+    from tests.robustness.hostile import atif_document
+
+    doc = atif_document(tmp_path / "t" / "trajectory.json", 40_000, message=50)
+    data = doc.read_bytes()
+    if edit == "step-id":
+        data = data.replace(b'"step_id":7,', b'"step_id":70,', 1)
+    elif edit == "agent-only-field":
+        data = data.replace(b'"step_id":5,"source":"user",', b'"step_id":5,"source":"user",'
+                            b'"model_name":"m",', 1)  # fmt: skip
+    elif edit == "source-call-id":
+        data = data.replace(b'"source_call_id":"c8"', b'"source_call_id":"c6"', 1)
+    elif edit == "not-json-tail":
+        data += b" trailing"
+    else:
+        data = data.replace(b'"step_id":9,"source":"user","message":"', b'"step_id":9,'
+                            b'"source":"user","message":"\\ud800', 1)  # fmt: skip
+    doc.write_bytes(data)
+    with pytest.raises(FormatError, match=r"trajectory\.json"):
+        trajconv.read("atif", doc)

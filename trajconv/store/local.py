@@ -455,6 +455,7 @@ class Store:
         """
         if not self.writable:
             raise UsageError(f"{self.root} was opened read-only")
+        check_label(snapshot, harness, session_id, self.root)
         hexid = id_hex(snapshot.id)
         latest = self.latest(harness, session_id)
         previous = self._checked(latest.snapshot_id) if latest is not None else None
@@ -662,6 +663,17 @@ def unbound_row(row: IndexRow, source: Mapping[str, Any]) -> str | None:
         f"names {row.harness} session {row.session_id!r}, but its Snapshot {row.snapshot_id} "
         f"is of {harness} session {session_id!r}: the index was changed"
     )
+
+
+def check_label(snapshot: Snapshot, harness: str, session_id: str, where: object) -> None:
+    """Refuse to index ``snapshot`` under a harness or session that is not its own: a row
+    is bound to its Snapshot (:func:`unbound_row`), whoever writes it."""
+    src = snapshot.source
+    if (src.harness, src.session_id) != (harness, session_id):
+        raise UsageError(
+            f"{where}: Snapshot {snapshot.id} is of {src.harness} session {src.session_id!r}, "
+            f"not {harness} session {session_id!r}; refusing to index it so"
+        )
 
 
 class _Indexed(Protocol):
