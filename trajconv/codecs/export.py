@@ -29,6 +29,26 @@ def generic_prepare_script() -> str:
     return resources.files("trajconv.codecs").joinpath("prepare_template.py").read_text("utf-8")
 
 
+SAFE_IMPORT = "from trajconv.codecs.prepare_safe import"
+"""How a prepare script imports the shared safe writes, which its export gets inlined."""
+
+
+def inline_safe(script: str) -> str:
+    """``script`` with its import of :mod:`trajconv.codecs.prepare_safe` replaced by that
+    module's body: an export's prepare.py needs nothing but the standard library."""
+    lines = script.splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.startswith(SAFE_IMPORT)]
+    if not at:
+        return script
+    safe = resources.files("trajconv.codecs").joinpath("prepare_safe.py").read_text("utf-8")
+    body = safe.split("# -- prepare: body --\n", 1)[1]
+    end = at[0]
+    if "(" in lines[end]:
+        while ")" not in lines[end]:
+            end += 1  # the names of a wrapped import, to its closing parenthesis
+    return "".join([*lines[: at[0]], body, *lines[end + 1 :]])
+
+
 def _manifest(plan: ExportPlan, files: list[tuple[ExportFile, str, int]]) -> dict[str, Any]:
     return {
         "format": EXPORT_FORMAT,
@@ -66,7 +86,7 @@ def _write_file(staging: Path, f: ExportFile) -> tuple[ExportFile, str, int]:
 def emit(plan: ExportPlan, out_dir: Path) -> Export:
     """Write ``plan`` to ``out_dir`` atomically."""
     out_dir = Path(out_dir)
-    script = (plan.prepare_script or generic_prepare_script()).encode()
+    script = inline_safe(plan.prepare_script or generic_prepare_script()).encode()
     prepare = [ExportFile("prepare.py", script, 0o755)] if plan.installable else []
     # a full disk names the output, and nothing stays half-written
     with staged_folder(out_dir) as staging, writing(out_dir):
