@@ -161,3 +161,27 @@ def file_chunks(path: _Path, *, tail: bytes = b"") -> _Iterable[bytes]:
             yield chunk
     if tail:
         yield tail
+
+
+def clear_stale(path: _Path) -> bool:
+    """Whether ``path`` is gone or held only temporary files of ours (a killed run's,
+    removed now): such a folder is no existing session and never blocks a rerun."""
+    if not _os.path.lexists(path):
+        return True
+    if _os.path.islink(path) or not _os.path.isdir(path):
+        return False
+    temps: list[str] = []
+    dirs: list[str] = []
+    for top, subdirs, names in _os.walk(path, topdown=False, followlinks=False):
+        for sub in subdirs:
+            if _os.path.islink(_os.path.join(top, sub)):
+                return False
+        if any(not n.endswith(TMP_SUFFIX) for n in names):
+            return False
+        temps += [_os.path.join(top, n) for n in names]
+        dirs.append(top)
+    for temp in temps:
+        _os.unlink(temp)
+    for folder in dirs:
+        _os.rmdir(folder)
+    return True

@@ -31,6 +31,7 @@ from typing import NoReturn
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
     UnsafeHome,
+    clear_stale,
     file_chunks,
     open_folder,
     write_file,
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             fail(1, f"{entry['path']}: sha256/size do not match the manifest")
     for rel in manifest["session_paths"]:
         target = inside(home, rel)
-        if target.exists():
+        if not clear_stale(target):  # a killed run's temporary files do not count
             fail(3, f"refusing to replace existing session at {target}")
     plan = [
         (HERE / e["path"], inside(home, e["path"][len("home/") :]), int(e["mode"], 8))
@@ -98,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     for _src, dst, mode in plan:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
-        home.mkdir(parents=True, exist_ok=True)  # a fresh --home, as before: made, not opened
         undo = Undo(home)
         where = home
         try:
+            home.mkdir(parents=True, exist_ok=True)  # a fresh --home, as before: made, not opened
             for path, mode in dirs:
                 where = path
                 os.close(open_folder(home, path.relative_to(home).parts, mode, undo))

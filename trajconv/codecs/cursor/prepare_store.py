@@ -34,6 +34,7 @@ from typing import Any, BinaryIO, NoReturn
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
     UnsafeHome,
+    clear_stale,
     exists_in,
     file_chunks,
     open_folder,
@@ -321,13 +322,9 @@ def blobs(fh: BinaryIO, spans: Spans) -> Iterator[tuple[str, bytes]]:
         yield bid, data
 
 
-def build(
-    fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]], target: Path, home: Path
-) -> None:
-    """Create the store in a private temporary folder, then put it at ``target`` (under
-    ``home``) without following a symlink; on failure nothing of it stays in the home."""
-    with tempfile.TemporaryDirectory(prefix="trajconv-cursor-") as tmp:
-        con = sqlite3.connect(Path(tmp) / "store.db")
+def _build_db(db: Path, fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]]) -> None:
+    con = sqlite3.connect(db)
+    try:
         # Cursor's own schema and pragmas (codecs/cursor/README.md section 2).
         con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA synchronous = NORMAL")
@@ -341,7 +338,20 @@ def build(
             )
         con.commit()
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
         con.close()
+
+
+def build(
+    fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]], target: Path, home: Path
+) -> None:
+    """Create the store in a private temporary folder, then put it at ``target`` (under
+    ``home``) without following a symlink; on failure nothing of it stays in the home."""
+    with tempfile.TemporaryDirectory(prefix="trajconv-cursor-") as tmp:
+        try:
+            _build_db(Path(tmp) / "store.db", fh, spans, meta_rows)
+        except sqlite3.Error as exc:  # a full $TMPDIR: the home is not touched yet
+            fail(1, f"cannot build the store in {tmp}: {exc}; nothing was installed")
         parts = target.relative_to(home).parts
         undo = Undo(home)
         try:
@@ -399,12 +409,15 @@ def main(argv: list[str] | None = None) -> int:
             home = args.home.expanduser().resolve()
             target = home / ".cursor" / "chats" / group / agent
             print(f"store: {target / 'store.db'} ({len(spans)} blobs, cwd {resolved})")
-            if target.exists() or target.is_symlink():
+            if not clear_stale(target):  # a killed run's temporary files do not count
                 fail(3, f"{target} exists; refusing to replace an existing Cursor chat")
             if args.dry_run:
                 print("dry run: nothing written")
                 return 0
-            home.mkdir(parents=True, exist_ok=True)
+            try:
+                home.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                fail(1, f"cannot make {home}: {exc.strerror or exc}")
             build(fh, spans, doc["meta"], target, home)
         except ReadoutError as exc:
             blob = f" (blob {exc.blob})" if exc.blob else ""

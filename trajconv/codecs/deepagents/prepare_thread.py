@@ -275,7 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         again = [python, str(Path(__file__).resolve()), "--home", str(args.home)]
         return subprocess.call(again)
     home = args.home.expanduser().resolve()
-    home.mkdir(parents=True, exist_ok=True)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(1, f"cannot make {home}: {exc.strerror or exc}")
     install(db, seed, home)
     if not thread_exists(db, tid):
         fail(1, f"thread {tid} is not in {db} after writing")

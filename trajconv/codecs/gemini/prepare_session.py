@@ -216,10 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     for _src, dst, mode in plan:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
-        home.mkdir(parents=True, exist_ok=True)
         undo = Undo(home)
         where = home
         try:
+            home.mkdir(parents=True, exist_ok=True)
             for src, dst, mode in plan:
                 where = dst
                 parts = dst.relative_to(home).parts

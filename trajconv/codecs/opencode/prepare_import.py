@@ -177,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     if home is not None:
         # the home's folders OpenCode writes to are made here, none through a symlink (the
         # CLI's own writes follow what it finds; a symlink in the home is refused first)
-        home.mkdir(parents=True, exist_ok=True)
         for rel in (".local/share/opencode", ".local/state/opencode", ".config/opencode"):
             try:
+                home.mkdir(parents=True, exist_ok=True)
                 os.close(open_folder(home, tuple(rel.split("/"))))
             except UnsafeHome as exc:
                 fail(1, f"refusing to write under {home}: {exc}")
