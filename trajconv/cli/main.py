@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.dataset import dataset as dataset_command
 from trajconv.cli.echo import echo, json_text
+from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -507,6 +509,12 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     help="also keep the Snapshot in this file",
 )
 @click.option(
+    "--redact",
+    is_flag=True,
+    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
+    "leave the native bytes out: for sharing",
+)
+@click.option(
     "--install",
     is_flag=True,
     help="also install the export (run its prepare.py) into your home or --home; "
@@ -533,6 +541,7 @@ def convert(
     install: bool,
     home: Path | None,
     force: bool,
+    redact: bool,
     as_json: bool,
     **kw: Any,
 ) -> None:
@@ -567,6 +576,10 @@ def convert(
         _check_new_file(snapshot_out, force)
     with _reading_progress(Path(path) if path else None):
         snap = _convert_source(source, path, session, latest, opts.get("cwd"), limits)
+        if redact:
+            from trajconv.redact import redacted
+
+            snap = redacted(snap)
         if snapshot_out is not None:
             _dump_snapshot(snap, snapshot_out, force)
         export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
@@ -651,6 +664,12 @@ def verify(file: Path, as_json: bool) -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="write to FILE"
 )
 @click.option("--full", is_flag=True, help="unfold reasoning; show long text and output whole")
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
+    "leave the native bytes out: for sharing",
+)
 @click.option(
     "--diff",
     "diff_paths",
@@ -747,6 +766,24 @@ def diagnostics(as_json: bool) -> None:
         echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
 
 
+def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
+    """The sessions of ``refs`` whose title holds ``text`` or one of whose records holds
+    every word of it; sessions the index could not read are named on stderr."""
+    from trajconv import search
+
+    if not text.split():
+        raise UsageError("--grep: give some text to look for")
+    holding, done = search.sessions_holding(listing, text)
+    for who, reason in done.skipped:
+        echo(f"# --grep skipped {who}: {reason}", err=True)
+    low = text.casefold()
+    return [
+        r
+        for r in refs
+        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
+    ]
+
+
 @cli.command()
 @_harness_opt("--harness", help_text="only this harness (repeat for several)", multiple=True)
 @click.option(
@@ -760,7 +797,13 @@ def diagnostics(as_json: bool) -> None:
 @click.option(
     "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
 )
-@click.option("--grep", "grep", default=None, help="only sessions whose title holds TEXT")
+@click.option(
+    "--grep",
+    "grep",
+    default=None,
+    help="only sessions whose title or any record holds every word of TEXT (through the "
+    "index of `trajconv search`)",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="at most N sessions")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def discover(
@@ -780,7 +823,10 @@ def discover(
 
     listing = find.list_sessions(harness or None, home)
     since_at = find.parse_since(since) if since is not None else None
-    refs = find.select(listing.sessions, cwd=cwd, since=since_at, grep=grep)[:limit]
+    refs = find.select(listing.sessions, cwd=cwd, since=since_at)
+    if grep is not None:
+        refs = _grep_sessions(listing, refs, grep)
+    refs = refs[:limit]
     rows = [r.to_json() for r in refs]
     if as_json:
         _emit_json({"coverage": listing.coverage, "sessions": rows})
@@ -843,7 +889,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if write_:
         from rich.console import Console
 
-        from trajconv.loaders.verify import check_export
+        check_export = parity_mod.rig("--write", "verify").check_export
 
         console = Console(stderr=True)
         with console.status("running the conversion matrix") as status:
@@ -1149,6 +1195,10 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
+
+
+cli.add_command(search_command)
+cli.add_command(dataset_command)
 
 
 def main() -> None:

@@ -22,6 +22,8 @@ DB = "opencode.db"
 STORAGE = "storage"
 DATA_REL = Path(".local") / "share" / "opencode"
 DOCUMENT = "opencode-export.json"
+#: beside the document: one ``opencode export`` document per child session (sub-agent)
+CHILDREN = "opencode-export-children"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

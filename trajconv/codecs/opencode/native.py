@@ -324,7 +324,24 @@ class ExportStore:
             yield Unit(mid, minfo, b"", place), units
 
     def children(self) -> list[str]:
-        return []
+        """Child sessions written beside a trajconv export's document (``CHILDREN``/), in
+        name order: those whose ``info.parentID`` is this session."""
+        return [sid for sid, _path in self.child_documents()]
+
+    def child_documents(self) -> list[tuple[str, Path]]:
+        from trajconv.codecs.opencode.layout import CHILDREN
+
+        folder = self.path.parent / CHILDREN
+        found = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                doc = orjson.loads(path.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            info = doc.get("info") if isinstance(doc, dict) else None
+            if isinstance(info, dict) and info.get("parentID") == self.session:
+                found.append((str(info.get("id") or path.stem), path))
+        return found
 
 
 Store = DbStore | JsonStore | ExportStore
