@@ -3,7 +3,7 @@
 Session titles, paths, ids and error messages come from native files and store
 indexes: an OSC or CSI sequence in one would retitle, clear or rewrite the user's
 terminal (issue 34: ``discover`` printed OSC 0 as it was). :func:`echo` shows each
-control as ``\\xNN`` / ``\\uNNNN`` as the views do (:func:`trajconv.views.model.inert`);
+control as ``\\xNN`` / ``\\uNNNN`` as the views do (:func:`trajconv.textsafe.inert`);
 :func:`json_text` writes them as JSON escapes, so ``--json`` output stays the same data.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from trajconv.views.model import inert
+from trajconv.textsafe import inert
 
 # what json.dumps(ensure_ascii=False) leaves raw: DEL, C1 controls, bidi controls, BOM
 _RAW_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
