@@ -64,8 +64,9 @@ def test_markup_harness_is_refused_and_escaped(tmp_path: Path) -> None:
 )
 def test_injected_script_does_not_run_in_the_browser(tmp_path: Path) -> None:
     import trajconv
+    from proof import tools_dir
+    from proof.loaders import chromium
     from tests.conftest import require_loader
-    from trajconv.loaders import chromium, tools_dir
     from trajconv.views import html
 
     policy = html.csp()
