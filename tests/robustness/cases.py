@@ -48,6 +48,21 @@ def _codex_units(snap: Snapshot, _victim: Path) -> int:
     return count_units((art.read() if art else None) or b"")
 
 
+def _with_subagents(main: Callable[[Path], str]) -> Units:
+    """Lines of the journal the reader was given plus those of the sub-agent journals it
+    kept beside it (``subagents/...jsonl``): their records are the session's children."""
+
+    def units(snap: Snapshot, victim: Path) -> int:
+        name = main(victim)
+        return sum(
+            count_units(a.read() or b"")
+            for a in snap.artifacts
+            if a.name == name or (a.name.startswith("subagents/") and a.name.endswith(".jsonl"))
+        )
+
+    return units
+
+
 def _gemini_units(snap: Snapshot, _victim: Path) -> int:
     """Lines of every session file the Gemini reader copied (``chats/...``)."""
     return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.startswith("chats/"))
@@ -126,10 +141,13 @@ TARGETS: dict[str, Target] = {
     # single-thread stores: a multi-thread store needs --session, so every read would refuse
     "deepagents": Target("deepagents", "[!m]*/sessions.db", "sqlite", _deepagents_units),
     "claude": Target(
-        "claude",
-        "*/.claude/projects/*/*.jsonl",
+        "claude", "*/.claude/projects/*/*.jsonl", "text", _with_subagents(lambda v: v.name)
+    ),
+    "qwen": Target(
+        "qwen",
+        "*/.qwen/projects/*/chats/*.jsonl",
         "text",
-        lambda snap, victim: _journal_units(victim.name)(snap, victim),
+        _with_subagents(lambda v: f"chats/{v.name}"),
     ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
     # documents that continue in no other file
