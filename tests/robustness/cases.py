@@ -68,6 +68,11 @@ def _gemini_units(snap: Snapshot, _victim: Path) -> int:
     return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.startswith("chats/"))
 
 
+def _qwen_units(snap: Snapshot, _victim: Path) -> int:
+    """Lines of every journal the Qwen Code reader copied (the session's and its sub-agents')."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.endswith(".jsonl"))
+
+
 def _cursor_units(snap: Snapshot, _victim: Path) -> int:
     from trajconv.codecs.cursor import reader
 
@@ -143,17 +148,19 @@ TARGETS: dict[str, Target] = {
     "claude": Target(
         "claude", "*/.claude/projects/*/*.jsonl", "text", _with_subagents(lambda v: v.name)
     ),
-    "qwen": Target(
-        "qwen",
-        "*/.qwen/projects/*/chats/*.jsonl",
-        "text",
-        _with_subagents(lambda v: f"chats/{v.name}"),
-    ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
+    "qwen": Target("qwen", "*/.qwen/projects/*/chats/*.jsonl", "text", _qwen_units),
     # documents that continue in no other file
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
+    # a cwd folder holding one session (the tree case's holds two: a read would need --session)
+    "pi": Target(
+        "pi",
+        "recorded-tools/sessions/*/*.jsonl",
+        "text",
+        lambda snap, victim: _journal_units(victim.name)(snap, victim),
+    ),
 }
 
 

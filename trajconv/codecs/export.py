@@ -9,20 +9,69 @@ OUT at all.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trajconv.codecs.base import Export, ExportFile, ExportPlan
-from trajconv.errors import writing
+from trajconv.errors import FormatError, writing
+from trajconv.snapshot.models import CODEC_NAME_PATTERN, Diagnostic
 from trajconv.staging import staged_folder
 from trajconv.version import __version__
 
 MANIFEST = "trajconv-export.json"
 EXPORT_FORMAT = "trajconv.export/1"
+
+
+class ExportManifest(BaseModel):
+    """What reading an export back uses of its manifest, checked (issue 34: ``show --diff``
+    on a manifest of ``{}``, ``[]`` or wrong types ended in a traceback)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    format: Literal["trajconv.export/1"]
+    target: Annotated[str, Field(pattern=CODEC_NAME_PATTERN)]
+    session_id: str
+    session_paths: tuple[str, ...]
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+
+MAX_MANIFEST = 16 * 1024**2
+
+
+def load_manifest(file: Path) -> ExportManifest:
+    from trajconv.codecs.jsonl import read_bounded
+
+    data = read_bounded(file, MAX_MANIFEST)
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(file, f"not JSON: {exc}") from None
+    try:
+        return ExportManifest.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise FormatError(file, f"not an export manifest: at {where}: {first['msg']}") from None
+
+
+def installed_path(out: Path, rel: str, manifest: Path) -> Path:
+    """``out/home/<rel>``, refused unless ``rel`` is a relative path that stays in
+    ``home/`` and passes through no symbolic link."""
+    parts = PurePosixPath(rel).parts
+    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
+        raise FormatError(manifest, f"session path {rel!r} is not inside the export's home/")
+    here = out / "home"
+    for part in ("", *parts):
+        here = here / part if part else here
+        if here.is_symlink():
+            raise FormatError(manifest, f"session path {rel!r} passes through a symlink")
+    return here
 
 
 def generic_prepare_script() -> str:

@@ -12,14 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pathlib import Path
 
 from trajconv.codecs.base import Limits
-from trajconv.errors import FormatError, TrajconvError, UsageError
-from trajconv.snapshot.models import CODEC_NAME_PATTERN, Diagnostic, Snapshot
+from trajconv.errors import TrajconvError, UsageError
+from trajconv.snapshot.models import Diagnostic, Snapshot
 from trajconv.views import model
 
 EXPORT_MANIFEST = "trajconv-export.json"
@@ -55,6 +52,8 @@ def with_children(
     frontier = [snap]
     left = dict(candidates)
     left.pop(snap.session.id, None)
+    for held in snap.children:  # held by the Snapshot itself: never read again
+        left.pop(held.session.id, None)
     for _ in range(depth):
         nxt: list[Snapshot] = []
         for parent in frontier:
@@ -111,52 +110,6 @@ class DiffSide:
     """The export's own diagnostics when this side is a re-read export."""
 
 
-class _ExportManifest(BaseModel):
-    """What ``--diff`` uses of an export's manifest, checked (issue 34: ``{}``, ``[]`` or
-    wrong types ended in a traceback)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    format: Literal["trajconv.export/1"]
-    target: Annotated[str, Field(pattern=CODEC_NAME_PATTERN)]
-    session_id: str
-    session_paths: tuple[str, ...]
-    diagnostics: tuple[Diagnostic, ...] = ()
-
-
-MAX_MANIFEST = 16 * 1024**2
-
-
-def _export_manifest(file: Path) -> _ExportManifest:
-    from trajconv.codecs.jsonl import read_bounded
-
-    data = read_bounded(file, MAX_MANIFEST)
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise FormatError(file, f"not JSON: {exc}") from None
-    try:
-        return _ExportManifest.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise FormatError(file, f"not an export manifest: at {where}: {first['msg']}") from None
-
-
-def _inside_home(out: Path, rel: str, manifest: Path) -> Path:
-    """``out/home/<rel>``, refused unless ``rel`` is a relative path that stays in
-    ``home/`` and passes through no symbolic link."""
-    parts = PurePosixPath(rel).parts
-    if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
-        raise FormatError(manifest, f"session path {rel!r} is not inside the export's home/")
-    here = out / "home"
-    for part in ("", *parts):
-        here = here / part if part else here
-        if here.is_symlink():
-            raise FormatError(manifest, f"session path {rel!r} passes through a symlink")
-    return here
-
-
 def diff_side(path: Path) -> DiffSide:
     """A Snapshot file, a stored Snapshot, or an export folder (re-read with the target's
     reader at the path its manifest names; its writer diagnostics from the manifest)."""
@@ -164,15 +117,11 @@ def diff_side(path: Path) -> DiffSide:
 
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
-        from trajconv.codecs import registry
+        from trajconv.api import reread
+        from trajconv.codecs.export import load_manifest
 
-        doc = _export_manifest(manifest)
-        target = registry.get(doc.target)
-        for rel in doc.session_paths:
-            installed = _inside_home(path, rel, manifest)
-            if installed.exists():
-                return DiffSide(target.read(installed), doc.diagnostics)
-        return DiffSide(target.read(path, session=doc.session_id), doc.diagnostics)
+        writer = load_manifest(manifest).diagnostics  # checked: a hostile one is named
+        return DiffSide(reread(path), writer)
     if path.is_dir():
         raise UsageError(
             f"{path}: --diff takes Snapshot files or export folders (with {EXPORT_MANIFEST})"

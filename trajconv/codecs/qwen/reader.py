@@ -420,6 +420,10 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         for sub in layout.subagent_files(file):
             kid_meta = _meta(b, sub, project, limits)
             call = kid_meta.get("toolUseId")
+            if not isinstance(call, str) or call not in proj.calls:
+                if isinstance(call, str):  # the spawning call is not in the session's records
+                    b.diagnostics.add("chain-break", f"{sub.name}: toolUseId {call}")
+                call = None
             kid_id = layout.session_id_of(sub)
             # linked to the call its meta names only when the parent made that call
             linked = call if isinstance(call, str) and call in proj.calls else None
