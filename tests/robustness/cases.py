@@ -43,24 +43,19 @@ def _journal_units(name: str) -> Units:
 
 
 def _codex_units(snap: Snapshot, _victim: Path) -> int:
-    """Lines of the rollout artifact (named after the rollout file)."""
-    art = next((a for a in snap.artifacts if a.name.endswith(".jsonl")), None)
-    return count_units((art.read() if art else None) or b"")
+    """Lines of the rollout artifacts (each named after its rollout file: the session's and
+    those of the threads it spawned, read with it as its children)."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.endswith(".jsonl"))
 
 
-def _with_subagents(main: Callable[[Path], str]) -> Units:
-    """Lines of the journal the reader was given plus those of the sub-agent journals it
-    kept beside it (``subagents/...jsonl``): their records are the session's children."""
-
-    def units(snap: Snapshot, victim: Path) -> int:
-        name = main(victim)
-        return sum(
-            count_units(a.read() or b"")
-            for a in snap.artifacts
-            if a.name == name or (a.name.startswith("subagents/") and a.name.endswith(".jsonl"))
-        )
-
-    return units
+def _claude_units(snap: Snapshot, victim: Path) -> int:
+    """Lines of the transcript artifact, and of its sub-agents' (read with it as children)."""
+    subs = sum(
+        count_units(a.read() or b"")
+        for a in snap.artifacts
+        if a.name.startswith("subagents/") and a.name.endswith(".jsonl")
+    )
+    return _journal_units(victim.name)(snap, victim) + (subs if snap.children else 0)
 
 
 def _gemini_units(snap: Snapshot, _victim: Path) -> int:
@@ -146,7 +141,10 @@ TARGETS: dict[str, Target] = {
     # single-thread stores: a multi-thread store needs --session, so every read would refuse
     "deepagents": Target("deepagents", "[!m]*/sessions.db", "sqlite", _deepagents_units),
     "claude": Target(
-        "claude", "*/.claude/projects/*/*.jsonl", "text", _with_subagents(lambda v: v.name)
+        "claude",
+        "*/.claude/projects/*/*.jsonl",
+        "text",
+        _claude_units,
     ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
     "qwen": Target("qwen", "*/.qwen/projects/*/chats/*.jsonl", "text", _qwen_units),
