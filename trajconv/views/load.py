@@ -116,9 +116,10 @@ def diff_side(path: Path) -> DiffSide:
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
         from trajconv.codecs import registry
+        from trajconv.codecs.export import check_files
         from trajconv.parity import _reread
 
-        doc = json.loads(manifest.read_text("utf-8"))
+        doc = check_files(path)  # the files it re-reads are the ones the manifest names
         snap = _reread(registry.get(doc["target"]), path, doc["session_id"])
         writer = tuple(Diagnostic.model_validate(d) for d in doc.get("diagnostics", []))
         return DiffSide(snap, writer)
