@@ -323,6 +323,22 @@ def _with_stored_artifacts(doc: dict[str, Any], root: Path, name: str) -> Snapsh
     return snap
 
 
+def resolve_prefix(store: Any, ref: str, snapshots: list[str], where: str) -> str:
+    """The Snapshot named by ``ref`` when it is no whole session id: a unique prefix of an
+    archived session id (its latest Snapshot), as a native home takes one, or of a Snapshot
+    id (``snapshots``, the ids it prefixes). Nothing found, or more than one, is a usage
+    error that lists what matched."""
+    key = ref.strip()
+    sessions = sorted({r.session_id for r in store.rows() if key and r.session_id.startswith(key)})
+    named = [f"session {s}" for s in sessions] + [f"Snapshot {i}" for i in snapshots]
+    if len(named) == 1:
+        return str(store.resolve(sessions[0])) if sessions else snapshots[0]
+    if named:
+        shown = "\n  ".join(named[:20])
+        raise UsageError(f"{ref!r} names {len(named)} in {where}; give more of the id:\n  {shown}")
+    raise UsageError(f"no session or Snapshot {ref!r} in {where}")
+
+
 class Store:
     """An archive store folder. Open with ``Store.open``; use as a context manager."""
 
@@ -620,13 +636,11 @@ class Store:
                 )
             return rows[-1].snapshot_id
         hexpart = key.removeprefix(hashing.PREFIX).lower()
+        found: list[str] = []
         if len(hexpart) >= 8 and re.fullmatch(r"[0-9a-f]+", hexpart):
             found = sorted(p.stem for p in (self.root / SNAPSHOTS).glob(f"{hexpart}*.json"))
-            if len(found) == 1:
-                return hashing.PREFIX + found[0]
-            if len(found) > 1:
-                raise UsageError(f"{ref!r} matches {len(found)} Snapshots; give more of the id")
-        raise UsageError(f"no session or Snapshot {ref!r} in {self.root}")
+            found = [hashing.PREFIX + stem for stem in found]
+        return resolve_prefix(self, ref, found, str(self.root))
 
     def sessions(self) -> list[dict[str, Any]]:
         """One line per archived session: how many Snapshots, the latest and when."""
