@@ -163,3 +163,16 @@ def test_prepare_refuses_an_export_whose_files_changed(snap, tmp_path: Path) -> 
         target.write_bytes(original)
     code, _, err = run("prepare", out, "--home", tmp_path / "home", "--dry-run")
     assert code == 0, err
+
+
+def test_a_tampered_child_is_refused_before_a_write(tmp_path: Path) -> None:
+    """A sub-agent's records are acted on too (written as children, or counted)."""
+    from tests.core.test_children import _build
+
+    data = io.dumps(_build())
+    bad = tmp_path / "child.json"
+    bad.write_bytes(data.replace(b'"done"', b'"DONE"'))
+    with pytest.raises(VerifyError, match=r"child 0 \(k\): record 1 \(t:k2\): hash does not"):
+        load_input(bad)
+    code, _, err = run("write", "--to", "claude", bad, "-o", tmp_path / "o")
+    assert code == 1 and "child 0 (k)" in err and not (tmp_path / "o").exists()
