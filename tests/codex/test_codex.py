@@ -224,7 +224,10 @@ def test_round_trip_keeps_the_conversation(case: str, tmp_path: Path) -> None:
     meta = json.loads(
         next(export.out_dir.glob("home/.codex/sessions/*/*/*/*.jsonl")).open().readline()
     )
-    assert meta["payload"]["model_provider"] == "openai"
+    # a round trip keeps the source's provider (issue 33: it became openai, and the user's
+    # own home, configured with the source's provider, refused to resume it)
+    source_meta = json.loads(RECORDED[case].open().readline())
+    assert meta["payload"]["model_provider"] == source_meta["payload"]["model_provider"]
     assert meta["payload"]["source"] == "cli"
 
 
