@@ -84,3 +84,23 @@ def export_tree(out: Path) -> dict[str, str]:
             except UnicodeDecodeError:
                 tree[rel] = f"<binary {hashlib.sha256(path.read_bytes()).hexdigest()}>"
     return tree
+
+
+def fixture_homes() -> list[tuple[str, Path]]:
+    """``(codec name, fixture case folder)`` for every case of every registered codec that
+    discovers sessions in it (a fixture case is a native home of its harness)."""
+    from trajconv.codecs import registry
+
+    cases = []
+    for codec in registry.all_codecs():
+        root = FIXTURES / codec.name
+        if not (codec.can_discover and codec.can_read and root.is_dir()):
+            continue
+        for case in sorted(p for p in root.iterdir() if p.is_dir()):
+            try:
+                refs = codec.discover(case)
+            except Exception:  # a case that is no home (a hand-made edge case)
+                continue
+            if refs:
+                cases.append((codec.name, case))
+    return cases

@@ -148,6 +148,13 @@ _CODES: tuple[Code, ...] = (
     ),
     _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
     _r(
+        "secret-redacted",
+        "info",
+        "secrets found in the session's text were replaced by [REDACTED:<kind>] and its native "
+        "bytes (artifacts) left out (--redact; counted by kind)",
+        units=False,
+    ),
+    _r(
         "pending-writes",
         "warning",
         "writes of an unfinished step, not yet part of the saved state; kept in artifacts",
