@@ -77,13 +77,14 @@ def test_write_convert_and_show_refuse_an_edited_record(snap, tmp_path: Path, ed
         "show": ("show", bad),
         "show-json": ("show", bad, "--json"),
         "show-diff": ("show", "--diff", bad, bad),
+        "dataset": ("dataset", "--format", "openai", bad, "-o", tmp_path / "d"),
     }
     for name, argv in commands.items():
         code, out, err = run(*argv)
         assert code == 1, (name, out, err)
         assert f"({rid}): hash does not match its content" in err, name
         assert snap.id not in out, name  # no stale id printed as if written
-    assert not (tmp_path / "w").exists() and not (tmp_path / "c").exists()
+    assert not any((tmp_path / o).exists() for o in ("w", "c", "d"))
 
 
 def test_an_untouched_snapshot_still_loads_both_ways(snap, tmp_path: Path) -> None:
