@@ -15,8 +15,9 @@ FIXTURES = REPO / "fixtures"
 
 
 def conservation(snapshot: Snapshot, units_seen: int) -> None:
-    """Assert units seen = units in records + units counted by diagnostics."""
-    in_records = sum(r.evidence.units for r in snapshot.records)
+    """Assert units seen = units in records (the session's and its sub-agents') + units
+    counted by diagnostics."""
+    in_records = sum(r.evidence.units for r in snapshot.all_records())
     in_diags = unit_count(snapshot.diagnostics)
     assert in_records + in_diags == units_seen, (
         f"conservation: {in_records} in records + {in_diags} in diagnostics "

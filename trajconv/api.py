@@ -84,12 +84,10 @@ def write(
 def _listed(codec: Codec, path: Path) -> list[SessionRef] | None:
     """The sessions ``codec`` lists in ``path`` when it is a home or a store (a folder, or a
     file the codec claims as one); ``None`` for one session's files or what cannot list."""
-    from trajconv.find import _codec_claim
-
     if not codec.can_discover:
         return None
     if not path.is_dir():
-        claim = _codec_claim(codec, path)
+        claim = codec.claims(path)
         if claim is None or claim.what == "session":
             return None
     try:

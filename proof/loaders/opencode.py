@@ -1,6 +1,7 @@
 """OpenCode's real CLI (npm ``opencode-ai``) as a native loader: import, export, continue.
 
-Facts used (``codecs/opencode/README.md`` §1, §8, §11, checked with 1.18.33 here):
+Facts used (``trajconv/codecs/opencode/README.md``, "Input contract" and "What the model
+sees on resume"; checked with 1.18.33 here):
 
 * the npm package's postinstall puts the platform binary (``opencode-linux-x64`` …) in
   place of ``bin/opencode.exe``; ``node_modules/.bin/opencode`` runs it;
@@ -112,7 +113,7 @@ def data_dir(home: Path) -> Path:
 
 
 def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
-    """An OpenCode config whose only model is the loopback server (§11 of the spec)."""
+    """An OpenCode config whose only model is the loopback server (OpenCode's ``provider`` config, https://opencode.ai/docs/config/)."""
     return {
         "autoupdate": False,
         "share": "disabled",
@@ -291,6 +292,9 @@ CONTINUATION_CASE = ("recorded-tools", None)
 #: as a continuation source, what the conversation still differs in, in the targets that pin
 #: it (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing
 STILL_DIFFERENT: dict[str, int] = {}
+#: an export's prepare.py runs this CLI (``opencode import``)
+#: (tests that install exports need the loader)
+PREPARE_NEEDS_LOADER = True
 #: CPU seconds one continued turn costs (measured, /usr/bin/time)
 CONTINUE_CPU_SECONDS = 16
 #: ``opencode run --session`` opens the session's own directory (``session.directory``), not

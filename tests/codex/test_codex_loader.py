@@ -93,8 +93,8 @@ def test_codex_resumes_written_session_with_full_history(
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
-    written = trajconv.read("codex", home)
-    rollout = next(home.glob(".codex/sessions/*/*/*/rollout-*.jsonl"))
+    written = trajconv.read("codex", home, session=export.session_id)
+    rollout = next(home.glob(f".codex/sessions/*/*/*/rollout-*-{export.session_id}.jsonl"))
     assert loader.session_provider(rollout) == (provider or "openai")  # bound to the home's
 
     # what was written is the source's conversation, in order, less what a lossy write names
@@ -133,7 +133,7 @@ def test_codex_resumes_written_session_with_full_history(
     shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and _says_failed(i["text"])}
     assert failed & {i["call_id"] for i in want if i["kind"] == "tool-result"} <= shown
     # the written file was never touched: the CLI appended to its own copy
-    assert trajconv.read("codex", home).id == written.id
+    assert trajconv.read("codex", home, session=export.session_id).id == written.id
 
 
 def test_codex_recognises_written_rollouts_as_legacy(tmp_path: Path, codex_bin: Path) -> None:
@@ -353,7 +353,7 @@ def test_prepare_binds_the_homes_provider_so_the_real_cli_resumes(
     assert done.returncode == 0, done.stderr
     assert "binds model_provider 'other-local'" in done.stdout
     assert loader.session_provider(home / rel) == "other-local"
-    written = trajconv.read("codex", home)
+    written = trajconv.read("codex", home, session=export.session_id)
     ran = _resume(codex_bin, home, export.session_id, "other-local", tmp_path / "r")
     assert ran["run"]["rc"] == 0, ran["run"]["stderr"][-2000:]
     assert len(ran["requests"]) == 1
@@ -376,7 +376,7 @@ def test_a_codex_round_trip_keeps_its_provider_and_resumes(tmp_path: Path, codex
     done = _prepare(export.out_dir, home)
     assert done.returncode == 0, done.stderr
     assert f"model_provider {own!r} kept" in done.stdout
-    installed = next(home.glob(".codex/sessions/*/*/*/rollout-*.jsonl"))
+    installed = next(home.glob(f".codex/sessions/*/*/*/rollout-*-{export.session_id}.jsonl"))
     assert loader.session_provider(installed) == own
     ran = _resume(codex_bin, home, export.session_id, own, tmp_path / "r")
     assert ran["run"]["rc"] == 0, ran["run"]["stderr"][-2000:]

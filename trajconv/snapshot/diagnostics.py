@@ -78,6 +78,19 @@ _CODES: tuple[Code, ...] = (
         "session holds the conversation), kept in artifacts",
     ),
     _r(
+        "aborted-message",
+        "info",
+        "assistant message that ended in an error or was aborted, which the harness does not "
+        "send its model again; kept in artifacts",
+    ),
+    _r(
+        "subagent-unlinked",
+        "warning",
+        "sub-agent whose spawning call is not among the session's tool calls: kept as a child "
+        "without a parent_call_id",
+        units=False,
+    ),
+    _r(
         "crash-tail",
         "warning",
         "unfinished tail of a crashed write, which the harness itself drops",

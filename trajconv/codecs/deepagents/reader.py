@@ -40,6 +40,7 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.deepagents import layout, native
+from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError, UsageError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -720,7 +721,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     db = loc.path
     with tempfile.TemporaryFile() as fh:
         spool = _MessageSpool(fh)
-        with native.open_store(db) as conn:
+        with ReadOnly(db) as conn:
             native.check_schema(conn, db)
             tid = _pick(native.thread_ids(conn), session, db)
             b = SnapshotBuilder(

@@ -13,6 +13,10 @@ again with ``opencode session delete`` (messages and parts go with it), so the d
 never left with half a session. ``--home DIR`` installs into another home (HOME and the
 XDG folders inside it). ``--dry-run`` prints the plan and writes nothing. Standard library
 only.
+
+Sub-agents are documents of their own under ``opencode-export-children/`` (``info.parentID``
+names the session that spawned each), imported after the parent in the manifest's order and
+checked the same way; a failure removes every session this run imported.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 DOCUMENT = "opencode-export.json"
+CHILDREN = "opencode-export-children"
 TIMEOUT = 600
 #: the session's model is the source's own (an OpenCode session: kept when the home configures
 #: no model), or another harness's (then a model must be configured, or given with --model)
@@ -44,7 +49,9 @@ def fail(code: int, message: str) -> NoReturn:
     raise SystemExit(code)
 
 
-def check_files() -> dict[str, Any]:
+def check_files() -> list[tuple[str, dict[str, Any]]]:
+    """Every file checked against the manifest; the documents to import, in order (the
+    session, then its children's)."""
     manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
     for entry in manifest["files"]:
         if entry["path"] == "prepare.py":
@@ -55,11 +62,17 @@ def check_files() -> dict[str, Any]:
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["size"]:
             fail(1, f"{entry['path']}: sha256/size do not match the manifest")
-    doc = json.loads((HERE / DOCUMENT).read_text("utf-8"))
-    problems = validate(doc)
-    if problems:
-        fail(1, f"{DOCUMENT}: " + "; ".join(problems[:5]))
-    return dict(doc)
+    names = [DOCUMENT] + [
+        e["path"] for e in manifest["files"] if e["path"].startswith(CHILDREN + "/")
+    ]
+    docs = []
+    for name in names:
+        doc = json.loads((HERE / name).read_text("utf-8"))
+        problems = validate(doc)
+        if problems:
+            fail(1, f"{name}: " + "; ".join(problems[:5]))
+        docs.append((name, dict(doc)))
+    return docs
 
 
 def validate(doc: Any) -> list[str]:
@@ -252,14 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.model is not None and "/" not in args.model:
         fail(2, f"--model {args.model}: give it as PROVIDER/MODEL")
-    doc = check_files()
+    docs = check_files()
+    doc = docs[0][1]
     sid = doc["info"]["id"]
     cwd = (args.cwd or Path(doc["info"]["directory"])).expanduser()
     home = args.home.expanduser().resolve() if args.home else None
     env = environment(home)
     db = database(env)
-    if session_exists(db, sid):
-        fail(3, f"refusing to replace existing session {sid} in {db}")
+    for _name, each in docs:
+        if session_exists(db, each["info"]["id"]):
+            fail(3, f"refusing to replace existing session {each['info']['id']} in {db}")
     exe = args.opencode or shutil.which("opencode", path=env.get("PATH"))
     if not exe:
         fail(1, "the opencode CLI is not on PATH; install opencode-ai or pass --opencode PATH")
@@ -267,31 +282,40 @@ def main(argv: list[str] | None = None) -> int:
         fail(1, f"{cwd} does not exist here; pass --cwd DIR (the session's project folder)")
     bound = bind_model(doc, env, cwd, args.model)
     messages = len(doc.get("messages") or [])
+    kids = f" and {len(docs) - 1} sub-agent sessions" if len(docs) > 1 else ""
     print(
         f"{'would import' if args.dry_run else 'import'} session {sid} "
-        f"({messages} messages) into {db} from {cwd}"
+        f"({messages} messages){kids} into {db} from {cwd}"
     )
     if args.dry_run:
         print("dry run: nothing written")
         return 0
     scratch = Path(tempfile.mkdtemp(prefix="trajconv-opencode-"))
-    document = HERE / DOCUMENT
-    if bound:  # the document as bound; the export itself is left as written
-        document = scratch / DOCUMENT
-        document.write_text(json.dumps(doc, ensure_ascii=False), "utf-8")
+    imported: list[str] = []
     try:
-        out = opencode(exe, ["import", str(document)], cwd, env)
-        if f"Imported session: {sid}" not in out:
-            raise RuntimeError(f"opencode import said: {out.strip()[-300:]}")
-        back = json.loads(opencode(exe, ["export", sid], cwd, env))
-        if comparable(back) != comparable(doc):
-            raise RuntimeError("opencode export does not give back the messages written")
+        for name, each in docs:
+            each_id = each["info"]["id"]
+            document = HERE / name
+            if bound:  # the documents as bound (sub-agents too); the export is left as written
+                each["info"]["model"] = doc["info"]["model"]
+                document = scratch / f"{len(imported)}.json"
+                document.write_text(json.dumps(each, ensure_ascii=False), "utf-8")
+            imported.append(each_id)  # removed again on a failure, even a partial import
+            out = opencode(exe, ["import", str(document)], cwd, env)
+            if f"Imported session: {each_id}" not in out:
+                raise RuntimeError(f"opencode import said: {out.strip()[-300:]}")
+            back = json.loads(opencode(exe, ["export", each_id], cwd, env))
+            if comparable(back) != comparable(each):
+                raise RuntimeError(
+                    f"opencode export {each_id} does not give back the messages written"
+                )
     except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        if session_exists(db, sid):
-            try:
-                opencode(exe, ["session", "delete", sid], cwd, env)
-            except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
-                fail(1, f"{exc}; removing the partial session failed too: {undo}")
+        for each_id in reversed(imported):
+            if session_exists(db, each_id):
+                try:
+                    opencode(exe, ["session", "delete", each_id], cwd, env)
+                except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
+                    fail(1, f"{exc}; removing the partial session {each_id} failed too: {undo}")
         fail(1, f"{exc}; nothing was kept")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

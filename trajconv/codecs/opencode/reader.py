@@ -108,6 +108,8 @@ class _Projector:
         self.results: list[dict[str, Any]] = []  # the open message's tool results
         self.model: str | None = None
         self.bytes = 0
+        #: child session id -> the ``task`` call that ran it (``state.metadata.sessionId``)
+        self.spawned: dict[str, str] = {}
 
     def _ev(self, unit: native.Unit, line: int | None, kind: str, units: int = 1) -> Any:
         json_path = None if line is not None else unit.place
@@ -243,6 +245,9 @@ class _Projector:
             self.d.add("pending-tool-call", rid)
             return
         meta = state.get("metadata")
+        spawned = meta.get("sessionId") if isinstance(meta, dict) else None
+        if isinstance(spawned, str) and spawned:
+            self.spawned.setdefault(spawned, call_id)
         exit_code = meta.get("exit") if isinstance(meta, dict) else None
         if not isinstance(exit_code, int) or isinstance(exit_code, bool):
             exit_code = None
@@ -331,6 +336,90 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         raise FormatError(located.path, f"cannot read the database: {exc}") from None
 
 
+#: how many generations of child sessions are read as children
+MAX_DEPTH = 8
+
+
+def _fill(
+    b: SnapshotBuilder, store: native.Store, located: layout.Located, limits: Limits, prefix: str
+) -> _Projector:
+    """Keep one session's native units as artifacts (``prefix`` before their names, for a
+    child) and make its records in ``b``."""
+    if isinstance(store, native.ExportStore):
+        b.add_artifact_file(
+            f"{prefix}{EXPORT}", "application/json", store.path, limits.max_session_bytes,
+            "max_session_bytes",
+        )  # fmt: skip
+        p = _Projector(b, _Rows(None), f"{prefix}{EXPORT}", limits)
+        _project(b, store, p)
+        return p
+    if isinstance(store, native.JsonStore):
+        b.add_artifact(f"{prefix}session.json", "application/json", store.raw_info)
+    else:
+        b.add_artifact(f"{prefix}session.json", "application/json", orjson.dumps(store.info()))
+    with b.artifact_writer(f"{prefix}{ROWS}", "application/x-ndjson") as out:
+        p = _Projector(b, _Rows(out), f"{prefix}{ROWS}", limits)
+        _project(b, store, p)
+    return p
+
+
+def _child_store(
+    store: native.Store, located: layout.Located, child: str, limits: Limits
+) -> native.Store | None:
+    """The store of child session ``child`` beside ``store`` (an export document holds none)."""
+    if isinstance(store, native.DbStore):
+        return native.DbStore(store.con, store.path, child)
+    if located.kind == "json":
+        sfile = layout.json_session_file(located.path, child)
+        if sfile is not None:
+            return native.JsonStore(located.path, sfile, limits.max_line_bytes)
+    if isinstance(store, native.ExportStore):
+        for sid, path in store.child_documents():
+            if sid == child:
+                doc = orjson.loads(read_bounded(path, limits.max_session_bytes))
+                if isinstance(doc, dict):
+                    return native.ExportStore(path, doc)
+    return None
+
+
+def _children(
+    b: SnapshotBuilder,
+    store: native.Store,
+    located: layout.Located,
+    limits: Limits,
+    p: _Projector,
+    seen: set[str],
+    depth: int,
+) -> None:
+    """Each child session (``parent_id``, a ``task`` call's sub-agent) as a child of the
+    Snapshot, linked to the call whose metadata names it, and theirs in turn."""
+    if depth >= MAX_DEPTH:
+        return
+    for child in store.children():
+        kid_store = _child_store(store, located, child, limits)
+        if kid_store is None or child in seen:
+            continue
+        seen.add(child)
+        info = kid_store.info()
+        locator = {
+            "db": f"{layout.DB}#{child}",
+            "json": f"{layout.STORAGE}/session/{info.get('projectID', '?')}/{child}.json",
+            "export": f"{layout.CHILDREN}/{child}.json",
+        }[located.kind]
+        kid = b.child(
+            Source(
+                harness=HARNESS,
+                harness_version=_str(info.get("version")),
+                session_id=child,
+                locator=locator,
+            ),
+            p.spawned.get(child),
+        )
+        kid_p = _fill(kid, kid_store, located, limits, f"children/{child}/")
+        kid.session = _session(info, child, kid_p.model)
+        _children(b, kid_store, located, limits, kid_p, seen, depth + 1)
+
+
 def _read(located: layout.Located, limits: Limits) -> Snapshot:
     with _open(located, limits) as store:
         info = store.info()
@@ -347,23 +436,10 @@ def _read(located: layout.Located, limits: Limits) -> Snapshot:
             Source(harness=HARNESS, harness_version=version, session_id=sid, locator=locator),
             READER,
         )
-        if located.kind == "export":
-            b.add_artifact_file(
-                EXPORT, "application/json", located.path, limits.max_session_bytes,
-                "max_session_bytes",
-            )  # fmt: skip
-            p = _Projector(b, _Rows(None), EXPORT, limits)
-            _project(b, store, p)
-        else:
-            if isinstance(store, native.JsonStore):
-                b.add_artifact("session.json", "application/json", store.raw_info)
-            else:
-                b.add_artifact("session.json", "application/json", orjson.dumps(info))
-            with b.artifact_writer(ROWS, "application/x-ndjson") as out:
-                p = _Projector(b, _Rows(out), ROWS, limits)
-                _project(b, store, p)
+        p = _fill(b, store, located, limits, "")
         children = store.children()
         if children:
             b.add_artifact("children.json", "application/json", orjson.dumps(children))
         b.session = _session(info, sid, p.model)
+        _children(b, store, located, limits, p, {sid}, 0)
     return b.build()
