@@ -505,6 +505,10 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     copy = blob.whole_file
     assert copy is not None  # add_artifact_file writes a file of its own
     _sidecars(sdir, b, limits, blob.size)
+    for meta in sorted((sdir / "subagents").glob("*/meta.json")):
+        # Grok keeps a sub-agent as a session of its own (§6); this reader does not read it
+        # into the parent's Snapshot, so a conversion of the parent does not carry it
+        b.diagnostics.add("subagent-separate", f"subagents/{meta.parent.name}")
 
     info = summary.get("info") if isinstance(summary.get("info"), dict) else {}
     assert isinstance(info, dict)

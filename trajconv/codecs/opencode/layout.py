@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Literal
 
 from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.opencode import native
+from trajconv.codecs.opencode.native import CHILDREN as CHILDREN
 from trajconv.errors import FormatError
 
 DB = "opencode.db"
 STORAGE = "storage"
 DATA_REL = Path(".local") / "share" / "opencode"
 DOCUMENT = "opencode-export.json"
-#: beside the document: one ``opencode export`` document per child session (sub-agent)
-CHILDREN = "opencode-export-children"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -89,8 +89,6 @@ def resolve(path: Path, session: str | None) -> Located:
         )
     if (data / DB).is_file():
         import sqlite3
-
-        from trajconv.codecs.opencode import native
 
         try:
             found = native.db_has_session(data / DB, session)

@@ -27,6 +27,9 @@ import orjson
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 
+#: beside an export document: one ``opencode export`` document per child session (sub-agent)
+CHILDREN = "opencode-export-children"
+
 JsonObj = dict[str, Any]
 
 #: part types that only mark the agent loop (one LLM call, a retry, file snapshots)
@@ -294,8 +297,6 @@ class ExportStore:
         return [sid for sid, _path in self.child_documents()]
 
     def child_documents(self) -> list[tuple[str, Path]]:
-        from trajconv.codecs.opencode.layout import CHILDREN
-
         folder = self.path.parent / CHILDREN
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
