@@ -306,24 +306,35 @@ def codecs(as_json: bool, docs_dir: Path | None) -> None:
             click.echo(f"wrote {page}", err=True)
         return
 
-    rows: list[dict[str, Any]] = [
-        {
-            "name": c.name,
-            "aliases": list(c.aliases),
-            "read": c.can_read,
-            "write": c.can_write,
-            "discover": c.can_discover,
-            "description": c.description,
-        }
-        for c in registry.all_codecs()
-    ]
+    def line(r: dict[str, Any]) -> str:
+        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
+        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
+        return f"{r['name']:<11} {caps:<20} {r['description']}{aliases}"
+
+    _rows(
+        [
+            {
+                "name": c.name,
+                "aliases": list(c.aliases),
+                "read": c.can_read,
+                "write": c.can_write,
+                "discover": c.can_discover,
+                "description": c.description,
+            }
+            for c in registry.all_codecs()
+        ],
+        as_json,
+        line,
+    )
+
+
+def _rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]) -> None:
+    """A listing: the rows as JSON, or one ``line`` each."""
     if as_json:
         _emit_json(rows)
         return
     for r in rows:
-        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
-        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
-        click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
+        click.echo(line(r))
 
 
 def _harness_opt(
@@ -753,21 +764,20 @@ def diagnostics(as_json: bool) -> None:
     """List every diagnostic code with its severity and meaning."""
     from trajconv.snapshot.diagnostics import REGISTRY
 
-    rows: list[dict[str, Any]] = [
-        {
-            "code": c.code,
-            "severity": c.severity,
-            "side": c.side,
-            "counts_units": c.units,
-            "meaning": c.meaning,
-        }
-        for c in REGISTRY.values()
-    ]
-    if as_json:
-        _emit_json(rows)
-        return
-    for r in rows:
-        click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
+    _rows(
+        [
+            {
+                "code": c.code,
+                "severity": c.severity,
+                "side": c.side,
+                "counts_units": c.units,
+                "meaning": c.meaning,
+            }
+            for c in REGISTRY.values()
+        ],
+        as_json,
+        lambda r: f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}",
+    )
 
 
 def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:

@@ -1,7 +1,7 @@
 """OpenCode reader: one session of ``opencode.db``, the legacy ``storage/`` JSON files or an
 ``opencode export`` document -> Snapshot.
 
-Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Rules:
+Format facts: ``codecs/opencode/README.md`` (OpenCode 1.18.33). Rules:
 
 * the native unit is a part (row or file); a message with no parts is one unit itself;
 * ``text`` parts of a user message -> ``user`` (``synthetic`` ones, injected by the harness,
@@ -12,7 +12,7 @@ Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Ru
   or ``error`` state, its ``tool-result``: ``completed`` is ok unless the bash tool's
   ``metadata.exit`` is non-zero (OpenCode keeps a failing command ``completed``, the spec's
   2026-12 observations), ``error`` is not ok with ``state.error`` as the output; results
-  follow all of their message's parts, as OpenCode sends them to the model (§11);
+  follow all of their message's parts, as OpenCode sends them to the model;
   ``pending`` / ``running`` calls have no result (``pending-tool-call``);
 * ``step-start``, ``step-finish``, ``retry``, ``snapshot``, ``patch`` -> ``lifecycle-dropped``;
   ``compaction`` -> ``compaction-state``; ``file``, ``agent``, ``subtask`` ->
@@ -38,24 +38,16 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.opencode import layout, native
+from trajconv.codecs.opencode.native import nonblank as _str
+from trajconv.codecs.opencode.native import time_of as _ms
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence, time_from_ms
+from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "opencode/1"
 HARNESS = "opencode"
 ROWS = "rows.jsonl"
 EXPORT = "export.json"
-
-
-def _ms(value: Any) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _time(obj: Any, key: str = "start") -> str | None:
@@ -161,7 +153,7 @@ class _Projector:
             line = self.rows.add("part", part, message_id=msg.id)
             self.part(part, line, str(role), created, _model(info) if role == "assistant" else None)
         for result in self.results:
-            # OpenCode sends a step's results after the whole assistant message (§11)
+            # OpenCode sends a step's results after the whole assistant message
             self.b.add_result(**result)
         error = info.get("error")
         if isinstance(error, dict):
