@@ -620,7 +620,7 @@ def verify(file: Path, as_json: bool) -> None:
         )
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.read_document(file)
-        io.validate_document(doc, str(file))
+        io.validate_document(doc, str(file), check=False)
         report = io.verify_document(doc, artifact_resolver(file))
     if as_json:
         _emit_json(
@@ -727,7 +727,7 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
     """Install an export (runs OUT/prepare.py with the same options)."""
     import subprocess
 
-    from trajconv.codecs.export import MANIFEST
+    from trajconv.codecs.export import MANIFEST, check_files
 
     if not (out / MANIFEST).is_file():
         raise UsageError(
@@ -739,6 +739,7 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
             f"{out} is a document export (nothing installs it); convert it on with "
             "trajconv convert --from <its format> --to HARNESS"
         )
+    check_files(out)  # prepare.py checks the files it installs, but not itself
     argv = [sys.executable, str(out / "prepare.py")]
     if home is not None:
         argv += ["--home", str(home)]

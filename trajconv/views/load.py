@@ -118,9 +118,10 @@ def diff_side(path: Path) -> DiffSide:
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
         from trajconv.api import reread
-        from trajconv.codecs.export import load_manifest
+        from trajconv.codecs.export import check_files, load_manifest
 
-        writer = load_manifest(manifest).diagnostics  # checked: a hostile one is named
+        check_files(path)  # the files it re-reads are the ones the manifest names
+        writer = load_manifest(manifest).diagnostics  # its fields checked too (issue 34)
         return DiffSide(reread(path), writer)
     if path.is_dir():
         raise UsageError(

@@ -296,7 +296,7 @@ class _Projector:
             itype = item.get("type")
             if not isinstance(itype, str):
                 itype = repr(itype)[:40]
-            if itype in ("CommandExecution", "FileChange") and isinstance(item.get("id"), str):
+            if itype in native.ITEM_STATUS and isinstance(item.get("id"), str):
                 code = item.get("exit_code")
                 status = item.get("status")
                 self.ends[item["id"]] = (
