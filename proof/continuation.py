@@ -95,7 +95,11 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary", "reasoning-as-text"),
     ("tool-call", "missing"): ("untranslated-pending-call", "untranslated-tool-call"),
-    ("tool-result", "missing"): ("untranslated-orphan-result", "repeated-result-replayed"),
+    ("tool-result", "missing"): (
+        "untranslated-orphan-result",
+        "repeated-result-replayed",
+        "untranslated-tool-result",
+    ),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
     ("tool-result", "text"): ("exit-status-in-text",),
 }

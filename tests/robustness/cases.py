@@ -52,6 +52,11 @@ def _gemini_units(snap: Snapshot, _victim: Path) -> int:
     return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.startswith("chats/"))
 
 
+def _qwen_units(snap: Snapshot, _victim: Path) -> int:
+    """Lines of every journal the Qwen Code reader copied (the session's and its sub-agents')."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.endswith(".jsonl"))
+
+
 def _cursor_units(snap: Snapshot, _victim: Path) -> int:
     from trajconv.codecs.cursor import reader
 
@@ -131,6 +136,7 @@ TARGETS: dict[str, Target] = {
         lambda snap, victim: _journal_units(victim.name)(snap, victim),
     ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
+    "qwen": Target("qwen", "*/.qwen/projects/*/chats/*.jsonl", "text", _qwen_units),
     # documents that continue in no other file
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)

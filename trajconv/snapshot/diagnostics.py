@@ -72,6 +72,12 @@ _CODES: tuple[Code, ...] = (
     _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
     _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
     _r(
+        "aborted-message",
+        "info",
+        "assistant message that ended in an error or was aborted, which the harness does not "
+        "send its model again; kept in artifacts",
+    ),
+    _r(
         "subagent-unlinked",
         "warning",
         "sub-agent whose spawning call is not among the session's tool calls: kept as a child "

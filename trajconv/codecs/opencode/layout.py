@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from trajconv.codecs.base import safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.opencode import native
+from trajconv.codecs.opencode.native import CHILDREN as CHILDREN
 from trajconv.errors import FormatError
 
 DB = "opencode.db"
 STORAGE = "storage"
 DATA_REL = Path(".local") / "share" / "opencode"
 DOCUMENT = "opencode-export.json"
-#: beside the document: one ``opencode export`` document per child session (sub-agent)
-CHILDREN = "opencode-export-children"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -90,8 +90,6 @@ def resolve(path: Path, session: str | None) -> Located:
     if (data / DB).is_file():
         import sqlite3
 
-        from trajconv.codecs.opencode import native
-
         try:
             found = native.db_has_session(data / DB, session)
         except (sqlite3.Error, UnicodeDecodeError) as exc:
@@ -101,3 +99,20 @@ def resolve(path: Path, session: str | None) -> Located:
     if storage.is_dir() and json_session_file(storage, session) is not None:
         return Located("json", storage, session)
     raise FormatError(path, f"no session {session!r} in {data}")
+
+
+def claims(path: Path) -> Claim | None:
+    """``opencode.db`` (or another database beside a ``storage/`` folder), an export document
+    (``opencode-export.json``) or the folder holding one, a data folder (``opencode.db``,
+    ``storage/session/``) or a user home holding ``.local/share/opencode``."""
+    if path.is_file():
+        if path.name == DB:
+            return Claim(CERTAIN, "store")
+        if path.name == DOCUMENT:
+            return Claim(CERTAIN, "session")
+        if is_sqlite(path) and (path.parent / STORAGE / "session").is_dir():
+            return Claim(LIKELY, "store")
+        return None
+    if (path / DOCUMENT).is_file():
+        return Claim(CERTAIN, "session")
+    return Claim(CERTAIN, "home") if data_folder(path) is not None else None

@@ -16,18 +16,19 @@ message's parts in order.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
+from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
+
+#: beside an export document: one ``opencode export`` document per child session (sub-agent)
+CHILDREN = "opencode-export-children"
 
 JsonObj = dict[str, Any]
 
@@ -99,27 +100,12 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _ro_uri(path: Path) -> str:
-    return f"file:{quote(str(path.absolute()))}?mode=ro"
-
-
 @contextlib.contextmanager
 def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to ``path``, or to a private copy when a WAL is present."""
-    wal = path.with_name(path.name + "-wal")
-    with contextlib.ExitStack() as stack:
-        if wal.is_file() and wal.stat().st_size > 0:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trajconv-oc-")))
-            shutil.copyfile(path, tmp / path.name)
-            shutil.copyfile(wal, tmp / wal.name)
-            con = sqlite3.connect(tmp / path.name)  # the copy is ours to fold the WAL into
-        else:
-            try:
-                con = sqlite3.connect(_ro_uri(path), uri=True)
-            except sqlite3.Error as exc:
-                raise FormatError(path, f"cannot open database: {exc}") from None
-        stack.callback(con.close)
-        con.text_factory = bytes  # a damaged text cell must not stop the read; decoded below
+    """A read-only connection to ``path`` (a private copy when a WAL is beside it), whose
+    text cells come as bytes: a damaged one must not stop the read; decoded below."""
+    with ReadOnly(path) as con:
+        con.text_factory = bytes
         try:
             con.execute("select 1 from session limit 1").fetchall()
         except (sqlite3.Error, UnicodeDecodeError) as exc:
@@ -311,8 +297,6 @@ class ExportStore:
         return [sid for sid, _path in self.child_documents()]
 
     def child_documents(self) -> list[tuple[str, Path]]:
-        from trajconv.codecs.opencode.layout import CHILDREN
-
         folder = self.path.parent / CHILDREN
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:

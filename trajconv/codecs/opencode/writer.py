@@ -24,7 +24,6 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,6 +35,7 @@ from trajconv.codecs.base import (
     dropped_code,
     exit_code_shown,
 )
+from trajconv.codecs.common import iso_ms as ms
 from trajconv.codecs.opencode.layout import CHILDREN, DOCUMENT
 from trajconv.codecs.opencode.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -57,12 +57,6 @@ def prepare_script() -> str:
     return (
         resources.files("trajconv.codecs.opencode").joinpath("prepare_import.py").read_text("utf-8")
     )
-
-
-def ms(time: str | None) -> int | None:
-    if time is None:
-        return None
-    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 class Ids:
