@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.aider import layout
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable
+from trajconv.codecs.base import ExportFile, ExportPlan
 from trajconv.codecs.export import generic_prepare_script
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -57,7 +57,7 @@ def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
     diags = Diagnostics()
-    drop = check_continuable(snapshot, "aider", allow_lossy=allow_lossy, refuse_pending=False)
+    # nothing needs pairs and a history may end with what the user typed: Aider restores it
     workdir = cwd or snapshot.session.cwd
     if not workdir:
         raise RefusedError("refusing to write aider: the session has no cwd; pass --cwd DIR")
@@ -71,8 +71,6 @@ def plan(
             diags.add("untranslated-time", "run header in UTC (Aider writes local time)")
     for r in record_dicts(snapshot.records):
         rid, kind = r["id"], r["kind"]
-        if rid in drop:
-            continue
         if kind == "user":
             parts.append(_user(r["text"]))
         elif kind == "assistant":
