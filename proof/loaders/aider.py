@@ -212,7 +212,8 @@ def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     items = openai_items({"messages": [*system, *_history_part(messages)]})
     for item in items:  # Aider's history keeps a Markdown hard break on every typed line
         if item.get("kind") == "user":
-            item["text"] = "\n".join(line.removesuffix("  ") for line in item["text"].split("\n"))
+            lines = item["text"].rstrip("\n").split("\n")
+            item["text"] = "\n".join(line.removesuffix("  ") for line in lines)
         if item.get("kind") == "assistant":
             item["text"] = item["text"].strip()
     return items

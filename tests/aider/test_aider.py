@@ -60,6 +60,7 @@ def test_edit_blocks_a_failed_edit_and_run_output_are_as_aider_restores_them() -
         "Change the greeting in hello.py to hello",
         "Now make it say hello world",
         "/run python3 -c \"import sys; print('boom'); sys.exit(3)\"",
+        "Thanks, is that all?",
     ]
     answers = [r.text for r in snap.records if r.kind == "assistant"]  # type: ignore[union-attr]
     assert "<<<<<<< SEARCH" in answers[0] and ">>>>>>> REPLACE" in answers[0]

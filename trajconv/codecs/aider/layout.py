@@ -46,6 +46,15 @@ def session_id_of(stamp: str | None) -> str | None:
     return f"aider-{y}{mo}{d}-{h}{mi}{s}"
 
 
+def stamp_of(session_id: str) -> str | None:
+    """The run start a session id of :func:`session_id_of` stands for (for a round trip)."""
+    found = re.fullmatch(r"aider-(\d{4})(\d\d)(\d\d)-(\d\d)(\d\d)(\d\d)", session_id)
+    if found is None:
+        return None
+    y, mo, d, h, mi, s = found.groups()
+    return f"{y}-{mo}-{d} {h}:{mi}:{s}"
+
+
 def _first_line(path: Path) -> str | None:
     """The history's first line that is not blank (at most 4 KiB of it)."""
     try:

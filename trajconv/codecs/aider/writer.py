@@ -10,8 +10,10 @@ and Aider's own output (``> ``), which it shows but never sends to the model aga
   printed) but the model is not sent them: ``untranslated-tool-call`` and
   ``untranslated-tool-result``; reasoning and system text are left out
   (``untranslated-reasoning``, ``untranslated-system``);
-* the run header is the session's start (``created_at``) in UTC, where Aider writes local
-  time (``untranslated-time``); a session without a start gets none (Aider needs none).
+* the run header is the session's start: an Aider source's own (from its session id), else
+  ``created_at`` in UTC, where Aider writes local time (``untranslated-time``); a session
+  without a start gets none (Aider needs none) and an id from its first line
+  (``ids-derived``). The later run headers of an Aider source are not kept.
 
 The export's ``prepare.py`` is the generic one whose default ``--home`` is the session's
 project folder (``--cwd``): it installs the history there and refuses to replace one.
@@ -64,11 +66,14 @@ def plan(
     own = snapshot.source.harness == "aider"
     parts: list[str] = []
     start = snapshot.session.created_at
-    if start is not None:
+    stamp = layout.stamp_of(snapshot.session.id) if own else None
+    if stamp is None and start is not None:
         moment = datetime.fromisoformat(start.replace("Z", "+00:00"))
-        parts.append(f"\n{layout.HEADER}{moment.strftime('%Y-%m-%d %H:%M:%S')}\n\n")
-        if not own:
-            diags.add("untranslated-time", "run header in UTC (Aider writes local time)")
+        stamp = moment.strftime("%Y-%m-%d %H:%M:%S")
+        diags.add("untranslated-time", "run header in UTC (Aider writes local time)")
+    if stamp is not None:  # the first run's start, which the session id is made of
+        parts.append(f"\n{layout.HEADER}{stamp}\n\n")
+    previous = None
     for r in record_dicts(snapshot.records):
         rid, kind = r["id"], r["kind"]
         if kind == "user":
@@ -76,6 +81,8 @@ def plan(
         elif kind == "assistant":
             parts.append(_answer(r["text"]))
         elif kind == "observation":
+            if previous == "observation":  # a blank line keeps two runs of output apart
+                parts.append("\n")
             parts.append(_shown(r["text"]))
         elif kind == "tool-call":
             call = r["call"]
@@ -93,6 +100,7 @@ def plan(
             diags.add("untranslated-reasoning", rid)
         else:
             diags.add("untranslated-system", rid)
+        previous = kind
     for child in snapshot.children:
         diags.add("untranslated-subagent", child.session.id, len(child.records))
     for field, code in (("title", "untranslated-title"), ("branch", "untranslated-branch")):
