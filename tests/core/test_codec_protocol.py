@@ -5,6 +5,7 @@ found with it. One test (or a few) per item."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -154,3 +155,53 @@ def test_a_write_option_reaches_its_writer(tmp_path: Path) -> None:
     assert code == 0, err
     (rollout,) = out.glob("home/.codex/sessions/*/*/*/rollout-*.jsonl")
     assert json.loads(rollout.read_text().splitlines()[0])["payload"]["model_provider"] == "local"
+
+
+def test_install_without_out_leaves_no_export_folder_even_when_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)  # TMPDIR is read again
+    home = tmp_path / "target-home"
+    args = ["convert", "--to", "fx", str(GROK), "--install", "--home", str(home)]
+    code, out, err = invoke(*args)
+    assert code == 0, err
+    assert "resume:    fx resume" in out and "try first" not in out
+    code, _, err = invoke(*args)  # the session is there now: refused
+    assert code == 3, err
+    assert not list(scratch.glob("trajconv-export-*"))
+
+
+def test_show_pages_with_less_told_to_show_colours(monkeypatch: pytest.MonkeyPatch) -> None:
+    import click
+
+    from trajconv.views import command
+
+    seen: list[str | None] = []
+    monkeypatch.setattr(command, "interactive", lambda: True)
+    monkeypatch.setattr(
+        click, "echo_via_pager", lambda *a, **k: seen.append(os.environ.get("LESS"))
+    )
+    for before, after in ((None, "-R"), ("-FX", "-FX -R"), ("-FRX", "-FRX")):
+        if before is None:
+            monkeypatch.delenv("LESS", raising=False)
+        else:
+            monkeypatch.setenv("LESS", before)
+        code, _, err = invoke("show", str(GROK))
+        assert code == 0, err
+        assert seen[-1] == after
+        assert os.environ.get("LESS") == before  # put back after paging
+
+
+def test_a_store_url_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    registry = importlib.import_module("fsspec.registry")._registry  # classes it imported
+    monkeypatch.setitem(sys.modules, "s3fs", None)  # as if `pip install trajconv` alone
+    monkeypatch.delitem(registry, "s3", raising=False)
+    code, _, err = invoke("archive", "s3://bucket/store", "--home", str(FIXTURES / "grok"))
+    assert code == 2, err
+    assert "pip install 'trajconv[s3]'" in err

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -153,8 +154,10 @@ def _report_lossy(export: Any) -> None:
 
 
 def _report_export(
-    export: Any, as_json: bool, snapshot: Any = None, allow_lossy: bool = False
+    export: Any, as_json: bool, snapshot: Any = None, allow_lossy: bool = False, kept: bool = True
 ) -> None:
+    """What was written, and how to install and resume it; ``kept`` False for a scratch
+    export that goes once it is installed (no install or try-first line to run later)."""
     if allow_lossy:
         _report_lossy(export)
     if as_json:
@@ -173,7 +176,10 @@ def _report_export(
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
     click.echo(f"wrote {export.target} session {export.session_id} to {out}")
     click.echo(f"  snapshot:  {export.snapshot_id}")
-    if export.installable:
+    if export.installable and not kept:
+        click.echo("  install:   now (--install); the export folder is removed after it")
+        click.echo(f"  resume:    {resume}")
+    elif export.installable:
         click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
         click.echo(f"  resume:    {resume}")
         click.echo(f"  try first: {export.try_first()}")
@@ -282,9 +288,23 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def codecs(as_json: bool) -> None:
+@click.option(
+    "--write-docs",
+    "docs_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="write a page per codec and an index into DIR (docs/formats in the repository)",
+)
+def codecs(as_json: bool, docs_dir: Path | None) -> None:
     """List the registered codecs (harnesses) and what each can do."""
     from trajconv.codecs import registry
+
+    if docs_dir is not None:
+        from trajconv.codecs import formats
+
+        for page in formats.write(docs_dir):
+            click.echo(f"wrote {page}", err=True)
+        return
 
     rows: list[dict[str, Any]] = [
         {
@@ -517,10 +537,8 @@ def convert(
     import trajconv
     from trajconv import find
 
-    if out is None:
-        if not install:
-            raise UsageError("name the export folder with -o OUT (or pass --install)")
-        out = Path(tempfile.mkdtemp(prefix="trajconv-export-")) / "export"
+    if out is None and not install:
+        raise UsageError("name the export folder with -o OUT (or pass --install)")
     if home is not None and not install:
         raise UsageError("--home applies to --install only")
     limits = _limits(kw)
@@ -530,27 +548,36 @@ def convert(
     lossy = kw.pop("allow_lossy")
     if snapshot_out is not None:
         _check_new_file(snapshot_out, force)
-    with _reading_progress(Path(path) if path else None):
-        loaded = find.load(
-            path,
-            source=source,
-            session=session,
-            latest=latest,
-            cwd=opts.get("cwd"),
-            limits=limits,
-        )
-        _say(loaded.note)
-        snap = loaded.snapshot
-        if redact:
-            from trajconv.redact import redacted
+    # with --install and no -o, the export is written to a scratch folder that goes once
+    # prepare.py ran (or refused)
+    scratch = Path(tempfile.mkdtemp(prefix="trajconv-export-")) if out is None else None
+    try:
+        with _reading_progress(Path(path) if path else None):
+            loaded = find.load(
+                path,
+                source=source,
+                session=session,
+                latest=latest,
+                cwd=opts.get("cwd"),
+                limits=limits,
+            )
+            _say(loaded.note)
+            snap = loaded.snapshot
+            if redact:
+                from trajconv.redact import redacted
 
-            snap = redacted(snap)
-        if snapshot_out is not None:
-            _dump_snapshot(snap, snapshot_out, force)
-        export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
-    _report_export(export, as_json, snap, allow_lossy=lossy)
-    if install:
-        _install(export, home, as_json)
+                snap = redacted(snap)
+            if snapshot_out is not None:
+                _dump_snapshot(snap, snapshot_out, force)
+            where = scratch / "export" if scratch is not None else out
+            assert where is not None  # no -o is a usage error without --install
+            export = trajconv.write(snap, target, where, allow_lossy=lossy, **opts)
+        _report_export(export, as_json, snap, allow_lossy=lossy, kept=scratch is None)
+        if install:
+            _install(export, home, as_json)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 @cli.command()

@@ -5,11 +5,12 @@ Kept out of ``trajconv/cli/main.py`` so the command there is only its options.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -60,10 +61,27 @@ def show(
         return
     if fmt == "text" and interactive():
         width = shutil.get_terminal_size().columns
-        click.echo_via_pager(chunks(fam, fmt, full=full, width=width, color=True), color=True)
+        with _less_shows_colour():
+            click.echo_via_pager(chunks(fam, fmt, full=full, width=width, color=True), color=True)
         return
     for piece in chunks(fam, fmt, full=full):
         click.echo(piece, nl=False)
+
+
+@contextlib.contextmanager
+def _less_shows_colour() -> Iterator[None]:
+    """``less`` (click's pager) shows colour codes as raw escapes unless told ``-R``: add it
+    to ``LESS`` for the pager, keeping the user's own options."""
+    before = os.environ.get("LESS")
+    if before is None or "R" not in before.lstrip("-"):
+        os.environ["LESS"] = f"{before} -R" if before else "-R"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LESS", None)
+        else:
+            os.environ["LESS"] = before
 
 
 def interactive() -> bool:

@@ -109,7 +109,7 @@ def environment(home: Path | None) -> dict[str, str]:
 
 
 def database(env: dict[str, str]) -> Path:
-    """Where OpenCode 1.18.x keeps its database for this environment (§1 of the format notes):
+    """Where OpenCode 1.18.x keeps its database for this environment (the codec README):
     ``$OPENCODE_DB`` (absolute, or relative to the data folder), else ``opencode.db`` in
     ``$XDG_DATA_HOME/opencode``."""
     data = Path(env.get("XDG_DATA_HOME") or Path(env["HOME"]) / ".local" / "share") / "opencode"

@@ -1,7 +1,7 @@
 """OpenCode reader: one session of ``opencode.db``, the legacy ``storage/`` JSON files or an
 ``opencode export`` document -> Snapshot.
 
-Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Rules:
+Format facts: ``codecs/opencode/README.md`` (OpenCode 1.18.33). Rules:
 
 * the native unit is a part (row or file); a message with no parts is one unit itself;
 * ``text`` parts of a user message -> ``user`` (``synthetic`` ones, injected by the harness,
@@ -12,7 +12,7 @@ Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Ru
   or ``error`` state, its ``tool-result``: ``completed`` is ok unless the bash tool's
   ``metadata.exit`` is non-zero (OpenCode keeps a failing command ``completed``, the spec's
   2026-12 observations), ``error`` is not ok with ``state.error`` as the output; results
-  follow all of their message's parts, as OpenCode sends them to the model (§11);
+  follow all of their message's parts, as OpenCode sends them to the model;
   ``pending`` / ``running`` calls have no result (``pending-tool-call``);
 * ``step-start``, ``step-finish``, ``retry``, ``snapshot``, ``patch`` -> ``lifecycle-dropped``;
   ``compaction`` -> ``compaction-state``; ``file``, ``agent``, ``subtask`` ->
@@ -161,7 +161,7 @@ class _Projector:
             line = self.rows.add("part", part, message_id=msg.id)
             self.part(part, line, str(role), created, _model(info) if role == "assistant" else None)
         for result in self.results:
-            # OpenCode sends a step's results after the whole assistant message (§11)
+            # OpenCode sends a step's results after the whole assistant message
             self.b.add_result(**result)
         error = info.get("error")
         if isinstance(error, dict):
@@ -375,8 +375,11 @@ def _child_store(
             return native.JsonStore(located.path, sfile, limits.max_line_bytes)
     if isinstance(store, native.ExportStore):
         for sid, path in store.child_documents():
-            if sid == child:
-                doc = orjson.loads(read_bounded(path, limits.max_session_bytes))
+            if sid == child:  # child_documents parsed it once already
+                try:
+                    doc = orjson.loads(read_bounded(path, limits.max_session_bytes))
+                except orjson.JSONDecodeError as exc:
+                    raise FormatError(path, f"not JSON: {exc}") from None
                 if isinstance(doc, dict):
                     return native.ExportStore(path, doc)
     return None
