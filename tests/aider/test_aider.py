@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import trajconv
+from tests.aider.support import runs
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES, conservation, projection
 from trajconv.codecs import registry
@@ -25,27 +26,10 @@ CASES = sorted(p for p in AIDER.iterdir() if p.is_dir())
 EDITS = AIDER / "recorded-edits" / "demo" / layout.HISTORY
 
 
-def _runs(path: Path) -> int:
-    """Native units counted apart from the reader: runs of lines of one kind, blank-only
-    runs of answer text left out (Aider's own ``split_chat_history_markdown`` drops them)."""
-    runs: list[tuple[str, list[str]]] = []
-    for line in path.read_text().splitlines():
-        if line.startswith(layout.HEADER):
-            runs.append(("header", [line]))
-            continue
-        tool = line.startswith("> ") or line.rstrip() == ">"  # not an edit block's ">>>>>>>"
-        kind = "user" if line.startswith("#### ") else "tool" if tool else "text"
-        if runs and runs[-1][0] == kind:
-            runs[-1][1].append(line)
-        else:
-            runs.append((kind, [line]))
-    return sum(1 for kind, lines in runs if kind != "text" or "".join(lines).strip())
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_reader_keeps_every_run_and_matches_its_snapshot(case: Path, snapshot: Any) -> None:
     snap = trajconv.read("aider", case)
-    conservation(snap, _runs(case / "demo" / layout.HISTORY))
+    conservation(snap, runs(case / "demo" / layout.HISTORY))
     assert snap.source.harness_version == "0.86.2"
     assert snap.session.model == "openai/scripted"
     assert snap.session.cwd == str((case / "demo").resolve())
@@ -110,7 +94,8 @@ def test_round_trip_keeps_what_the_history_holds(tmp_path: Path) -> None:
     again = trajconv.read("aider", tmp_path / "out" / "home" / layout.HISTORY)
     assert projection(again) == projection(snap)
     assert export.session_id == snap.session.id == again.session.id
-    assert not export.diagnostics
+    # the one fact that changes: the cwd is wherever the history is put
+    assert [d.code for d in export.diagnostics] == ["untranslated-cwd"]
 
 
 def test_a_session_with_tools_is_written_as_text_and_names_what_the_model_loses(

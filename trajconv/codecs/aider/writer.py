@@ -76,6 +76,10 @@ def plan(
     previous = None
     for r in record_dicts(snapshot.records):
         rid, kind = r["id"], r["kind"]
+        if r.get("time") is not None:  # the history keeps no time but a run's start
+            diags.add("untranslated-time", rid)
+        if r.get("model") is not None and not own:  # Aider names its model in its banner only
+            diags.add("untranslated-model", rid)
         if kind == "user":
             parts.append(_user(r["text"]))
         elif kind == "assistant":
@@ -103,6 +107,16 @@ def plan(
         previous = kind
     for child in snapshot.children:
         diags.add("untranslated-subagent", child.session.id, len(child.records))
+    session = snapshot.session
+    for field in ("created_at", "updated_at"):
+        if getattr(session, field) is not None:
+            diags.add("untranslated-time", field)
+    if session.model is not None and not own:
+        diags.add("untranslated-model", "session model")
+    if session.parent_session_id is not None:
+        diags.add("untranslated-parent-session", "parent_session_id")
+    # the history holds no cwd: it is the folder the file is in (wherever prepare.py puts it)
+    diags.add("untranslated-cwd", "the repository is the history's folder")
     for field, code in (("title", "untranslated-title"), ("branch", "untranslated-branch")):
         if getattr(snapshot.session, field):
             diags.add(code, field)
