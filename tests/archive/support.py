@@ -130,7 +130,9 @@ def _options(harness: str, user_home: Path) -> list[str]:
         from proof.loaders import opencode
 
         exe = opencode.find(tools_dir())
-        return ["--cwd", str(user_home), *(["--opencode", str(exe)] if exe else [])]
+        # a scratch home configures no model: name the loopback one the session continues with
+        model = ["--model", f"{opencode.PROVIDER}/{opencode.MODEL}"]
+        return ["--cwd", str(user_home), *model, *(["--opencode", str(exe)] if exe else [])]
     return []
 
 

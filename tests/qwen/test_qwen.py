@@ -33,7 +33,11 @@ def _read(case: str) -> trajconv.Snapshot:
 
 
 def test_fixtures_are_the_recorded_cases() -> None:
-    assert set(IDS) == {"recorded-tool-failures", "recorded-subagent-compress"}
+    assert set(IDS) == {
+        "recorded-tool-failures",
+        "recorded-subagent-compress",
+        "recorded-subagent-background",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -321,3 +325,20 @@ def test_a_command_the_cli_answered_itself_is_not_a_prompt(tmp_path: Path) -> No
     conservation(snap, 5)
     (dropped,) = [d for d in snap.diagnostics if d.code == "lifecycle-dropped"]
     assert dropped.count == 3 and "user:slash-command: 1" in dropped.samples
+
+
+def test_a_background_sub_agent_ends_in_the_clis_notification(tmp_path: Path) -> None:
+    snap = _read("recorded-subagent-background")
+    (child,) = snap.children
+    assert child.parent_call_id == "call_bg_1"
+    result = next(r.result for r in snap.records if r.kind == "tool-result")
+    assert result.output.startswith("Background agent launched successfully.")
+    note = next(r for r in snap.records if r.kind == "system")
+    assert note.text.startswith("<task-notification>") and "notes.txt: alpha, beta." in note.text
+    assert note.evidence.native == "user/notification"
+    # written back as the user message the CLI made of it, which its model is sent
+    out = trajconv.write(snap, "qwen", tmp_path / "out").out_dir
+    lines = [json.loads(x) for x in _written(out).read_text(encoding="utf-8").splitlines()]
+    (written,) = [x for x in lines if x.get("subtype") == "notification"]
+    assert (written["type"], written["provenance"]) == ("user", "system")
+    assert written["message"]["parts"] == [{"text": note.text}]

@@ -10,20 +10,11 @@ import orjson
 
 from trajconv.codecs.base import SessionRef
 from trajconv.codecs.opencode import layout, native
+from trajconv.codecs.opencode.native import nonblank as _text
+from trajconv.codecs.opencode.native import time_of as _ms
 from trajconv.errors import FormatError
-from trajconv.snapshot.builder import time_from_ms
 
 MAX_SESSION_FILE = 16 * 1024**2
-
-
-def _ms(value: object) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _db_refs(db: Path) -> list[SessionRef]:

@@ -24,8 +24,10 @@ from typing import Any
 
 import orjson
 
+from trajconv.codecs.common import json_object
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
+from trajconv.snapshot.builder import time_from_ms
 
 #: beside an export document: one ``opencode export`` document per child session (sub-agent)
 CHILDREN = "opencode-export-children"
@@ -70,11 +72,18 @@ class Unit:
 
 
 def _parse(raw: bytes) -> JsonObj | None:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+    return json_object(raw)
+
+
+def time_of(value: Any) -> str | None:
+    """An epoch-milliseconds cell or field as a Snapshot time (``None`` unless positive)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return time_from_ms(value)
+    return None
+
+
+def nonblank(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _bytes(value: Any) -> bytes:

@@ -38,24 +38,16 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.opencode import layout, native
+from trajconv.codecs.opencode.native import nonblank as _str
+from trajconv.codecs.opencode.native import time_of as _ms
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence, time_from_ms
+from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "opencode/1"
 HARNESS = "opencode"
 ROWS = "rows.jsonl"
 EXPORT = "export.json"
-
-
-def _ms(value: Any) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _time(obj: Any, key: str = "start") -> str | None:

@@ -53,10 +53,16 @@ ZERO_TOKENS = {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "wr
 JsonObj = dict[str, Any]
 
 
-def prepare_script() -> str:
-    return (
+def prepare_script(round_trip: bool = False) -> str:
+    """``prepare_import.py``; ``round_trip``: the session's model is an OpenCode session's own
+    (kept where the home configures no model)."""
+    script = (
         resources.files("trajconv.codecs.opencode").joinpath("prepare_import.py").read_text("utf-8")
     )
+    flag = "\nROUND_TRIP = False\n"
+    if flag not in script:
+        raise RuntimeError("prepare_import.py has no ROUND_TRIP flag")  # fail loudly
+    return script.replace(flag, f"\nROUND_TRIP = {round_trip}\n", 1)
 
 
 class Ids:
@@ -507,7 +513,7 @@ def plan(
         children_written=tuple(children),
         resume_argv=["opencode", "--session", sid],
         diagnostics=diags.to_models(),
-        prepare_script=prepare_script(),
+        prepare_script=prepare_script(snapshot.source.harness == HARNESS),
         try_home=None,  # a readout: the session exists once prepare.py imported it into a home
         notes=[
             f"{DOCUMENT} is the document `opencode export` prints; prepare.py installs it with "
@@ -517,8 +523,10 @@ def plan(
             "under the project of the directory it is imported in",
             "to try it in a scratch home first: python prepare.py --home DIR --cwd PROJECT, "
             "then run OpenCode there with HOME and XDG_DATA_HOME under DIR",
-            "the messages name the model "
+            "the session names the model "
             + (f"{model[0]}/{model[1]}" if model else "of the source")
-            + "; pass -m provider/model when that model is not configured",
+            + ": prepare.py binds the model the home configures (OpenCode continues a session "
+            "with the session's model unless -m is given) and says so, or refuses by name; "
+            "--model PROVIDER/MODEL gives one",
         ],
     )
