@@ -127,6 +127,8 @@ def claims(path: Path) -> Claim | None:
 def resolve(path: Path, session: str | None) -> Path:
     """The history file ``path`` names (a history, a repository, or a folder holding several
     with ``session``); a usage error naming the choices otherwise."""
+    if path.is_file():  # any file: Aider's --chat-history-file names another
+        return path
     found = list(histories(path))
     if not found:
         raise UsageError(f"no {HISTORY} at or below {path}")

@@ -52,6 +52,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     if found is None:
         raise FormatError(file, "an empty Aider history")
     sid, derived = found
+    if file.name != layout.HISTORY and layout.first_stamp(file) is None:
+        raise FormatError(
+            file,
+            f"not an Aider history: not {layout.HISTORY} and not opening with {layout.HEADER!r}",
+        )
     b = SnapshotBuilder(
         Source(harness="aider", harness_version=None, session_id=sid, locator=layout.HISTORY),
         READER,
