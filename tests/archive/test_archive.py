@@ -658,8 +658,9 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
 
     monkeypatch.setattr(io, "parse_document", counted)
     with Store.open(store, create=True, write=True) as st:
-        st.add(prefix, harness="x", session_id="s", fingerprint="1")
-        grown = st.add(full, harness="x", session_id="s", fingerprint="2")
+        sid = full.source.session_id  # a row is bound to its Snapshot's own session
+        st.add(prefix, harness="grok", session_id=sid, fingerprint="1")
+        grown = st.add(full, harness="grok", session_id=sid, fingerprint="2")
     assert grown.row.relation == "extends"
     streamed: list[str] = []
     check = store_module.verify_streamed
@@ -689,7 +690,7 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     con.close()
     report = verify_store(store)
     assert report.problems == [
-        "index.sqlite row 1 (x s): records/last hash differ from the Snapshot"
+        f"index.sqlite row 1 (grok {sid}): records/last hash differ from the Snapshot"
     ]
     con = sqlite3.connect(store / "index.sqlite")
     con.execute("UPDATE archived SET records = 'many' WHERE row = 1")  # SQLite keeps it
@@ -723,7 +724,7 @@ def test_a_stored_snapshot_under_another_name_is_named(tmp_path: Path, broken: b
     snap = support.growing_snapshot()
     store = tmp_path / "store"
     with Store.open(store, create=True, write=True) as st:
-        st.add(snap, harness="x", session_id="s", fingerprint="1")
+        st.add(snap, harness="grok", session_id=snap.source.session_id, fingerprint="1")
     doc = store / SNAPSHOTS / f"{snap.id[7:]}.json"
     moved = doc.with_name("0" * 64 + ".json")
     data = doc.read_bytes()

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
 
+from trajconv.codecs.prepare_safe import UnsafeHome, open_folder  # prepare: inline
+
 HERE = Path(__file__).resolve().parent
 DOCUMENT = "opencode-export.json"
 CHILDREN = "opencode-export-children"
@@ -290,6 +292,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print("dry run: nothing written")
         return 0
+    if home is not None:
+        # the home's folders OpenCode writes to are made here, none through a symlink (the
+        # CLI's own writes follow what it finds; a symlink in the home is refused first)
+        for rel in (".local/share/opencode", ".local/state/opencode", ".config/opencode"):
+            try:
+                home.mkdir(parents=True, exist_ok=True)
+                os.close(open_folder(home, tuple(rel.split("/"))))
+            except UnsafeHome as exc:
+                fail(1, f"refusing to write under {home}: {exc}")
+            except OSError as exc:
+                fail(1, f"cannot write {home / rel}: {exc.strerror or exc}")
     scratch = Path(tempfile.mkdtemp(prefix="trajconv-opencode-"))
     imported: list[str] = []
     try:

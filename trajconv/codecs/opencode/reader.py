@@ -435,6 +435,9 @@ def _read(located: layout.Located, limits: Limits) -> Snapshot:
         children = store.children()
         if children:
             b.add_artifact("children.json", "application/json", orjson.dumps(children))
+        if isinstance(store, native.JsonStore):
+            for link in dict.fromkeys(store.links):
+                b.diagnostics.add("symlink-skipped", f"{layout.STORAGE}/{link}")
         b.session = _session(info, sid, p.model)
         _children(b, store, located, limits, p, {sid}, 0)
     return b.build()
