@@ -91,6 +91,12 @@ def list_sessions(
             if harnesses:  # asked for by name: say why nothing is listed
                 listing.coverage.append({"harness": c.name, "home": None, "status": "no homes"})
             continue
+        if home is None and not c.homes:  # sessions live in project folders: --home says where
+            if harnesses:
+                listing.coverage.append(
+                    {"harness": c.name, "home": None, "status": "no default home: give --home"}
+                )
+            continue
         root = home if home is not None else c.default_home()
         row: dict[str, Any] = {"harness": c.name, "home": str(root)}
         listing.coverage.append(row)

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from tests.aider.support import runs
 from tests.helpers import FIXTURES, conservation, fingerprint
 from tests.robustness import mutate
 from trajconv.codecs import registry
@@ -152,6 +153,7 @@ TARGETS: dict[str, Target] = {
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
+    "aider": Target("aider", "*/demo/.aider.chat.history.md", "text", lambda _s, v: runs(v)),
     # a cwd folder holding one session (the tree case's holds two: a read would need --session)
     "pi": Target(
         "pi",

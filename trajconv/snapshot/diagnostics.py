@@ -222,6 +222,18 @@ _CODES: tuple[Code, ...] = (
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
     _w(
+        "untranslated-tool-call",
+        "warning",
+        "a tool call the target holds as text shown to the user only (a text-only history): "
+        "its model is not sent it",
+    ),
+    _w(
+        "untranslated-tool-result",
+        "warning",
+        "a tool result the target holds as text shown to the user only (a text-only history): "
+        "its model is not sent it",
+    ),
+    _w(
         "system-not-sent",
         "info",
         "system text is kept in the target's files, but its CLI does not send it to the model "
