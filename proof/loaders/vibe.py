@@ -29,6 +29,9 @@ from pathlib import Path
 
 from proof import installed_version
 
+HARNESS = None
+"""No ``vibe`` codec exists yet (issue 36): until ``trajconv/codecs/vibe/`` lands, the loader
+is a tool, not a harness, so the rig does not look for a codec by its name."""
 PACKAGE = "mistral-vibe"
 VERSION = "3.0.3"
 VENV_NAME = "vibe-venv"
