@@ -155,7 +155,7 @@ def parse_since(value: str) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _same_dir(a: str, b: str) -> bool:
+def same_dir(a: str, b: str) -> bool:
     return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
@@ -168,7 +168,7 @@ def select(
     """The sessions in ``cwd``, updated at or after ``since``."""
     out = []
     for r in refs:
-        if cwd is not None and (r.cwd is None or not _same_dir(r.cwd, cwd)):
+        if cwd is not None and (r.cwd is None or not same_dir(r.cwd, cwd)):
             continue
         if since is not None and (r.updated_at or r.created_at or "") < since:
             continue
