@@ -100,8 +100,8 @@ def _session_named(codec: Codec, path: Path, session: str, listed: list[SessionR
     """``--session`` as the id it names in a home or store: the id itself, or the one id it
     is a prefix of (as a positional prefix is taken); several is a usage error."""
     ids = sorted({r.session_id for r in listed})
-    if session in ids:
-        return session
+    if session in ids or not session:
+        return session  # an empty id is no prefix: the reader refuses it
     found = [i for i in ids if i.startswith(session)]
     if len(found) == 1:
         return found[0]

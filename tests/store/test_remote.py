@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.archive import support
+from tests.helpers import rebuilt
 from tests.store.conftest import S3Server
 from trajconv.cli.main import cli
 from trajconv.errors import VerifyError
@@ -38,7 +39,7 @@ def _home(tmp_path: Path, name: str = "user") -> Path:
 def _as_session(snap: Snapshot, session_id: str) -> Snapshot:
     """``snap`` read as session ``session_id`` (a row is bound to its Snapshot's own)."""
     source = snap.source.model_copy(update={"session_id": session_id})
-    return support.rebuilt(snap.model_copy(update={"source": source}), len(snap.records))
+    return rebuilt(snap.model_copy(update={"source": source}), len(snap.records))
 
 
 def _s3fs() -> object:

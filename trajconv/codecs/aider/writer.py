@@ -105,8 +105,6 @@ def plan(
         else:
             diags.add("untranslated-system", rid)
         previous = kind
-    for child in snapshot.children:
-        diags.add("untranslated-subagent", child.session.id, len(child.records))
     session = snapshot.session
     for field in ("created_at", "updated_at"):
         if getattr(session, field) is not None:
