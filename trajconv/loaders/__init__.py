@@ -34,6 +34,7 @@ LOADERS: tuple[str, ...] = (
     "codex",
     "gemini",
     "opencode",
+    "kilo",
 )
 """Harnesses whose real CLI (or SDK) installs from a registry and runs offline here."""
 

@@ -11,18 +11,32 @@ document.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from trajconv.codecs.base import safe_component
+from trajconv.codecs.opencode_lineage import Flavour
+from trajconv.codecs.opencode_lineage.project import Located
+from trajconv.codecs.opencode_lineage.store import STORAGE, is_sqlite, json_session_file
 from trajconv.errors import FormatError
 
 DB = "opencode.db"
-STORAGE = "storage"
 DATA_REL = Path(".local") / "share" / "opencode"
 DOCUMENT = "opencode-export.json"
-SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: the names OpenCode gives the lineage's shared format (``trajconv.codecs.opencode_lineage``)
+FLAVOUR = Flavour(
+    harness="opencode",
+    label="OpenCode",
+    cli="opencode",
+    data="opencode",
+    db=DB,
+    db_env="OPENCODE_DB",
+    document=DOCUMENT,
+    reader="opencode/1",
+    format_version="1.18.33",
+    agent="build",
+    package="opencode-ai",
+)
 
 
 def default_home() -> Path:
@@ -35,31 +49,6 @@ def data_folder(path: Path) -> Path | None:
     for cand in (path, path / DATA_REL):
         if (cand / DB).is_file() or (cand / STORAGE / "session").is_dir():
             return cand
-    return None
-
-
-def is_sqlite(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-@dataclass(frozen=True)
-class Located:
-    """One session: in a database, in the legacy JSON storage, or an export document."""
-
-    kind: Literal["db", "json", "export"]
-    path: Path
-    """the database file, the ``storage`` folder, or the document"""
-    session: str | None
-
-
-def json_session_file(storage: Path, session: str) -> Path | None:
-    for found in sorted((storage / "session").glob(f"*/{session}.json")):
-        if found.is_file():
-            return found
     return None
 
 
@@ -88,7 +77,7 @@ def resolve(path: Path, session: str | None) -> Located:
     if (data / DB).is_file():
         import sqlite3
 
-        from trajconv.codecs.opencode import native
+        from trajconv.codecs.opencode_lineage import store as native
 
         try:
             found = native.db_has_session(data / DB, session)

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Install a trajconv OpenCode export with the real CLI's own ``opencode import``.
+"""Install a trajconv export with the real CLI's own ``import`` (OpenCode, or its fork Kilo).
 
-usage: python prepare.py [--home DIR] [--cwd DIR] [--opencode PATH] [--dry-run]
+usage: python prepare.py [--home DIR] [--cwd DIR] [--<cli> PATH] [--dry-run]
 
-Reads ``trajconv-export.json`` and ``opencode-export.json`` beside this file, checks their
-sha256, validates the document, refuses a session id that is already in the database
-(exit 3), then runs ``opencode import opencode-export.json`` in the session's directory
-(OpenCode files an imported session under the project of the directory it runs in) and
-checks with ``opencode export`` that every message and part arrived as written. OpenCode's
-import writes row by row; if it fails or the check does not match, the session is removed
-again with ``opencode session delete`` (messages and parts go with it), so the database is
-never left with half a session. ``--home DIR`` installs into another home (HOME and the
-XDG folders inside it). ``--dry-run`` prints the plan and writes nothing. Standard library
-only.
+Reads ``trajconv-export.json`` and the export document (``<cli>-export.json``) beside this
+file, checks their sha256, validates the document, refuses a session id that is already in the
+database (exit 3), then runs ``<cli> import <document>`` in the session's directory (the CLI
+files an imported session under the project of the directory it runs in) and checks with
+``<cli> export`` that every message and part arrived as written. The import writes row by
+row; if it fails or the check does not match, the session is removed again with ``<cli>
+session delete`` (messages and parts go with it), so the database is never left with half a
+session. ``--home DIR`` installs into another home (HOME and the XDG folders inside it).
+``--dry-run`` prints the plan and writes nothing. Standard library only. ``FLAVOUR`` (filled
+in by trajconv's writer) names the CLI, its data folder, database and document.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from typing import Any, NoReturn
 from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
-DOCUMENT = "opencode-export.json"
+FLAVOUR: dict[str, str] = {}  # filled by the writer
+CLI = FLAVOUR.get("cli", "opencode")
+DOCUMENT = FLAVOUR.get("document", "opencode-export.json")
 TIMEOUT = 600
 
 
@@ -61,7 +63,7 @@ def check_files() -> dict[str, Any]:
 
 def validate(doc: Any) -> list[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict):
-        return ["not an opencode export document (no info)"]
+        return [f"not a {CLI} export document (no info)"]
     info = doc["info"]
     problems = []
     if not isinstance(info.get("id"), str) or not info["id"].startswith("ses_"):
@@ -96,14 +98,15 @@ def environment(home: Path | None) -> dict[str, str]:
 
 
 def database(env: dict[str, str]) -> Path:
-    """Where OpenCode 1.18.x keeps its database for this environment (§1 of the format notes):
-    ``$OPENCODE_DB`` (absolute, or relative to the data folder), else ``opencode.db`` in
-    ``$XDG_DATA_HOME/opencode``."""
-    data = Path(env.get("XDG_DATA_HOME") or Path(env["HOME"]) / ".local" / "share") / "opencode"
-    override = env.get("OPENCODE_DB")
+    """Where the CLI keeps its database for this environment (OpenCode 1.18.x, Kilo 7.7.x):
+    ``$OPENCODE_DB`` / ``$KILO_DB`` (absolute, or relative to the data folder), else
+    ``opencode.db`` / ``kilo.db`` in ``$XDG_DATA_HOME/opencode`` / ``kilo``."""
+    share = Path(env.get("XDG_DATA_HOME") or Path(env["HOME"]) / ".local" / "share")
+    data = share / FLAVOUR.get("data", "opencode")
+    override = env.get(FLAVOUR.get("db_env", "OPENCODE_DB"))
     if override:
         return Path(override) if os.path.isabs(override) else data / override
-    return data / "opencode.db"
+    return data / FLAVOUR.get("db", "opencode.db")
 
 
 def session_exists(db: Path, sid: str) -> bool:
@@ -122,8 +125,8 @@ def session_exists(db: Path, sid: str) -> bool:
     return row is not None
 
 
-def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    # Its output goes to a file, not a pipe: OpenCode (a Bun binary) can exit before a pipe
+def cli(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    # Its output goes to a file, not a pipe: the CLI (a Bun binary) can exit before a pipe
     # has taken all of a long output (seen here: `opencode export` cut at 64 KiB).
     with tempfile.TemporaryFile() as out:
         proc = subprocess.run(
@@ -134,21 +137,27 @@ def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
         stdout = out.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         raise RuntimeError(
-            f"opencode {args[0]} exited {proc.returncode}: {(proc.stderr or stdout)[-800:]}"
+            f"{CLI} {args[0]} exited {proc.returncode}: {(proc.stderr or stdout)[-800:]}"
         )
     return stdout
 
 
 def comparable(doc: dict[str, Any]) -> list[Any]:
-    """The messages and parts as OpenCode keeps them (import copies both as they are)."""
+    """The messages and parts as the CLI keeps them (import copies both as they are)."""
     return [[m["info"], m.get("parts") or []] for m in doc.get("messages") or []]
+
+
+def exported(out: str) -> str:
+    """The JSON document of ``<cli> export``'s output (Kilo may print log lines before it)."""
+    start = out.find("{")
+    return out[start:] if start >= 0 else out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=None, help="home to install into")
     parser.add_argument("--cwd", type=Path, default=None, help="directory to file it under")
-    parser.add_argument("--opencode", default=None, help="the opencode CLI (default: PATH)")
+    parser.add_argument(f"--{CLI}", dest="exe", default=None, help=f"the {CLI} CLI (default: PATH)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     args = parser.parse_args(argv)
     doc = check_files()
@@ -159,9 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     db = database(env)
     if session_exists(db, sid):
         fail(3, f"refusing to replace existing session {sid} in {db}")
-    exe = args.opencode or shutil.which("opencode", path=env.get("PATH"))
+    exe = args.exe or shutil.which(CLI, path=env.get("PATH"))
     if not exe:
-        fail(1, "the opencode CLI is not on PATH; install opencode-ai or pass --opencode PATH")
+        package = FLAVOUR.get("package", "opencode-ai")
+        fail(1, f"the {CLI} CLI is not on PATH; install {package} or pass --{CLI} PATH")
     if not cwd.is_dir():
         fail(1, f"{cwd} does not exist here; pass --cwd DIR (the session's project folder)")
     messages = len(doc.get("messages") or [])
@@ -173,20 +183,20 @@ def main(argv: list[str] | None = None) -> int:
         print("dry run: nothing written")
         return 0
     try:
-        out = opencode(exe, ["import", str(HERE / DOCUMENT)], cwd, env)
+        out = cli(exe, ["import", str(HERE / DOCUMENT)], cwd, env)
         if f"Imported session: {sid}" not in out:
-            raise RuntimeError(f"opencode import said: {out.strip()[-300:]}")
-        back = json.loads(opencode(exe, ["export", sid], cwd, env))
+            raise RuntimeError(f"{CLI} import said: {out.strip()[-300:]}")
+        back = json.loads(exported(cli(exe, ["export", sid], cwd, env)))
         if comparable(back) != comparable(doc):
-            raise RuntimeError("opencode export does not give back the messages written")
+            raise RuntimeError(f"{CLI} export does not give back the messages written")
     except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
         if session_exists(db, sid):
             try:
-                opencode(exe, ["session", "delete", sid], cwd, env)
+                cli(exe, ["session", "delete", sid], cwd, env)
             except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
                 fail(1, f"{exc}; removing the partial session failed too: {undo}")
         fail(1, f"{exc}; nothing was kept")
-    resume = ["opencode", "--session", sid]
+    resume = [CLI, "--session", sid]
     print(f"installed; resume in {cwd} with: " + " ".join(shlex.quote(a) for a in resume))
     return 0
 

@@ -1,5 +1,9 @@
-"""OpenCode's stores as one read-only view: a session's info, its messages in order, each
-message's parts in order.
+"""The stores of OpenCode and its forks (Kilo Code CLI) as one read-only view: a session's
+info, its messages in order, each message's parts in order.
+
+Kilo 7.7.7 keeps OpenCode's ``session`` / ``message`` / ``part`` tables column for column (in
+``kilo.db``, beside tables of its own) and prints the same export document
+(``codecs/kilo/README.md``); what follows is said of OpenCode and holds for both.
 
 * SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md`` §2, §3): tables ``session``,
   ``message`` (``data`` = the message without ``id``/``sessionID``) and ``part`` (``data`` =
@@ -27,6 +31,7 @@ from urllib.parse import quote
 
 import orjson
 
+from trajconv.codecs.base import SessionRef
 from trajconv.errors import FormatError
 
 JsonObj = dict[str, Any]
@@ -55,6 +60,30 @@ SESSION_COLUMNS = (
 )
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` starts with SQLite's header (reads 16 bytes)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+#: the legacy JSON storage folder of a data folder (OpenCode before 1.2.0)
+STORAGE = "storage"
+
+
+def json_session_file(storage: Path, session: str) -> Path | None:
+    """The legacy ``storage/session/<project>/<session>.json`` file, or None."""
+    for found in sorted((storage / "session").glob(f"*/{session}.json")):
+        if found.is_file():
+            return found
+    return None
+
+
 @dataclass(frozen=True)
 class Unit:
     """One native row or file: a message or a part."""
@@ -66,6 +95,11 @@ class Unit:
     place: str
     """``message:<id>`` / ``part:<id>`` (database), a file (storage), a JSON path (export)"""
     time_created: int | None = None
+
+
+def article(name: str) -> str:
+    """``an`` before ``OpenCode`` / ``opencode``, ``a`` before ``Kilo``."""
+    return "an" if name[:1].lower() in "aeiou" else "a"
 
 
 def _parse(raw: bytes) -> JsonObj | None:
@@ -104,8 +138,9 @@ def _ro_uri(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to ``path``, or to a private copy when a WAL is present."""
+def connect(path: Path, label: str = "OpenCode") -> Iterator[sqlite3.Connection]:
+    """A read-only connection to ``path``, or to a private copy when a WAL is present;
+    ``label`` names the harness in the error when it is not such a database."""
     wal = path.with_name(path.name + "-wal")
     with contextlib.ExitStack() as stack:
         if wal.is_file() and wal.stat().st_size > 0:
@@ -123,12 +158,12 @@ def connect(path: Path) -> Iterator[sqlite3.Connection]:
         try:
             con.execute("select 1 from session limit 1").fetchall()
         except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise FormatError(path, f"not an OpenCode database: {exc}") from None
+            raise FormatError(path, f"not {article(label)} {label} database: {exc}") from None
         yield con
 
 
-def db_has_session(path: Path, session: str) -> bool:
-    with connect(path) as con:
+def db_has_session(path: Path, session: str, label: str = "OpenCode") -> bool:
+    with connect(path, label) as con:
         return con.execute("select 1 from session where id = ?", (session,)).fetchone() is not None
 
 
@@ -275,12 +310,14 @@ class JsonStore:
 class ExportStore:
     """An ``opencode export`` document (parsed whole; documents are one session)."""
 
-    def __init__(self, path: Path, doc: JsonObj) -> None:
+    def __init__(self, path: Path, doc: JsonObj, cli: str = "opencode") -> None:
         self.path = path
         info = doc.get("info")
         messages = doc.get("messages")
         if not isinstance(info, dict) or not isinstance(messages, list):
-            raise FormatError(path, "not an opencode export document (no info / messages)")
+            raise FormatError(
+                path, f"not {article(cli)} {cli} export document (no info / messages)"
+            )
         self._info: JsonObj = info
         self._messages = messages
         self.session = str(info.get("id") or "")
@@ -310,3 +347,43 @@ class ExportStore:
 
 
 Store = DbStore | JsonStore | ExportStore
+
+
+def _ms(value: object) -> str | None:
+    from trajconv.snapshot.builder import time_from_ms
+
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return time_from_ms(value)
+    return None
+
+
+def _nonblank(value: str) -> str | None:
+    return value if value.strip() else None
+
+
+def session_refs(db: Path, harness: str) -> list[SessionRef]:
+    """The sessions of a database, newest first, as a listing shows them (children too)."""
+    refs = []
+    try:
+        with connect(db) as con:
+            rows = con.execute(
+                "select s.id, s.title, s.directory, s.time_created, s.time_updated, "
+                "(select coalesce(sum(length(p.data)), 0) from part p where p.session_id = s.id)"
+                " from session s order by s.time_updated desc, s.id"
+            ).fetchall()
+    except (FormatError, sqlite3.Error):
+        return []  # not a database OpenCode could open either
+    for sid, title, directory, created, updated, size in rows:
+        refs.append(
+            SessionRef(
+                harness=harness,
+                session_id=text(sid),
+                path=db,
+                title=_nonblank(text(title)) if title is not None else None,
+                cwd=_nonblank(text(directory)) if directory is not None else None,
+                created_at=_ms(created),
+                updated_at=_ms(updated),
+                size=int(size) if isinstance(size, int) else None,
+            )
+        )
+    return refs

@@ -1,0 +1,374 @@
+"""One session of a lineage store (``store``) -> Snapshot: the reading rules OpenCode and Kilo
+share (each codec's ``reader`` docstring states them, with the facts' sources).
+
+The caller resolves the path to a :class:`Located` (its own layout) and passes its
+:class:`~trajconv.codecs.opencode_lineage.Flavour`: record ids are ``<harness>:<part id>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from trajconv.codecs.base import Limits
+from trajconv.codecs.jsonl import read_bounded
+from trajconv.codecs.opencode_lineage import Flavour
+from trajconv.codecs.opencode_lineage import store as native
+from trajconv.errors import FormatError, LimitError
+from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence, time_from_ms
+from trajconv.snapshot.models import Session, Snapshot, Source
+
+ROWS = "rows.jsonl"
+EXPORT = "export.json"
+
+
+@dataclass(frozen=True)
+class Located:
+    """One session: in a database, in the legacy JSON storage (OpenCode), or an export
+    document; ``locator`` is the Snapshot's ``Source.locator``."""
+
+    kind: Literal["db", "json", "export"]
+    path: Path
+    """the database file, the ``storage`` folder, or the document"""
+    session: str | None
+
+
+def _ms(value: Any) -> str | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return time_from_ms(value)
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _time(obj: Any, key: str = "start") -> str | None:
+    t = obj.get("time") if isinstance(obj, dict) else None
+    return _ms(t.get(key)) if isinstance(t, dict) else None
+
+
+def _model(info: dict[str, Any]) -> str | None:
+    provider, model = _str(info.get("providerID")), _str(info.get("modelID"))
+    if provider and model:
+        return f"{provider}/{model}"
+    return model
+
+
+def session_model(info: dict[str, Any]) -> str | None:
+    m = info.get("model")
+    if isinstance(m, dict):
+        provider = _str(m.get("providerID"))
+        mid = _str(m.get("id")) or _str(m.get("modelID"))
+        if provider and mid:
+            return f"{provider}/{mid}"
+        return mid
+    return None
+
+
+class _Rows:
+    """``rows.jsonl``: every native unit's bytes, one JSON line each, in read order."""
+
+    def __init__(self, out: ArtifactWriter | None) -> None:
+        self.out = out
+        self.line = 0
+
+    def add(self, kind: str, unit: native.Unit, **extra: Any) -> int | None:
+        if self.out is None:
+            return None
+        self.line += 1
+        row = {"table": kind, "id": unit.id, **extra, "data": unit.raw.decode("utf-8", "replace")}
+        self.out.write(orjson.dumps(row) + b"\n")
+        return self.line
+
+
+class _Projector:
+    def __init__(
+        self, b: SnapshotBuilder, rows: _Rows, artifact: str, limits: Limits, flavour: Flavour
+    ) -> None:
+        self.b = b
+        self.prefix = flavour.harness
+        self.user_context = flavour.user_context
+        self.d = b.diagnostics
+        self.rows = rows
+        self.artifact = artifact
+        self.limits = limits
+        self.turn: int | None = None
+        self.results: list[dict[str, Any]] = []  # the open message's tool results
+        self.model: str | None = None
+        self.bytes = 0
+
+    def _ev(self, unit: native.Unit, line: int | None, kind: str, units: int = 1) -> Any:
+        json_path = None if line is not None else unit.place
+        return evidence(
+            self.artifact, line=line, json_path=json_path, native=kind, native_id=unit.id,
+            units=units,
+        )  # fmt: skip
+
+    def _budget(self, unit: native.Unit) -> None:
+        size = len(unit.raw)
+        self.limits.check("max_line_bytes", size, unit.place)
+        self.bytes += size
+        self.limits.check("max_session_bytes", self.bytes, unit.place)
+        if self.b.record_count > self.limits.max_records:
+            raise LimitError(unit.place, "max_records", self.limits.max_records)
+
+    def _skip(self, msg: native.Unit, parts: list[native.Unit], code: str, name: str | None
+              ) -> None:  # fmt: skip
+        """A message that cannot be projected: its parts (or it, without parts) are counted."""
+        for part in parts:
+            self._budget(part)
+            self.rows.add("part", part, message_id=msg.id)
+            self.d.add(code, part.place, name=name)
+        if not parts:
+            self.d.add(code, msg.place, name=name)
+
+    def message(self, msg: native.Unit, parts: list[native.Unit]) -> None:
+        self._budget(msg)
+        mline = self.rows.add("message", msg, time_created=msg.time_created)
+        info = msg.data
+        if info is None:
+            # The message cannot be read: its parts are kept in the artifact and counted.
+            self._skip(msg, parts, "invalid-line", None)
+            return
+        role = info.get("role")
+        created = _time(info, "created") or _ms(msg.time_created)
+        if role == "user":
+            self.turn = 0 if self.turn is None else self.turn + 1
+        elif role == "assistant":
+            self.model = _model(info) or self.model
+        else:
+            self._skip(msg, parts, "unknown-kind", f"message:{role}")
+            return
+        count = 0
+        self.results = []
+        for part in parts:
+            self._budget(part)
+            count += 1
+            line = self.rows.add("part", part, message_id=msg.id)
+            self.part(part, line, str(role), created, _model(info) if role == "assistant" else None)
+        for result in self.results:
+            # OpenCode sends a step's results after the whole assistant message (§11)
+            self.b.add_result(**result)
+        if (
+            role == "user"
+            and self.user_context
+            and any(p.data is not None and p.data.get("type") == "text" for p in parts)
+        ):
+            # the CLI sends this message with context it adds at request time (Kilo's
+            # <environment_details>: the message's time, the directory it runs in)
+            self.d.add("context-not-projected", msg.place, name=self.user_context)
+        error = info.get("error")
+        if isinstance(error, dict):
+            data = error.get("data")
+            detail = _str(data.get("message")) if isinstance(data, dict) else None
+            name = _str(error.get("name")) or "Error"
+            ev = self._ev(msg, mline, f"message.error:{name}", units=0 if count else 1)
+            text = f"{name}: {detail}" if detail else name
+            self.b.add_text(
+                "system", f"{self.prefix}:{msg.id}:error", text, time=created, turn=self.turn,
+                evidence=ev,
+            )  # fmt: skip
+        elif count == 0:
+            self.d.add("empty-content", msg.place)
+
+    def part(
+        self,
+        part: native.Unit,
+        line: int | None,
+        role: str,
+        created: str | None,
+        model: str | None,
+    ) -> None:
+        data = part.data
+        if data is None:
+            self.d.add("invalid-line", part.place)
+            return
+        ptype = data.get("type")
+        rid = f"{self.prefix}:{part.id}"
+        if ptype == "text":
+            text = data.get("text")
+            if not isinstance(text, str):
+                self.d.add("invalid-line", part.place)
+                return
+            if data.get("ignored") is True:
+                self.d.add("lifecycle-dropped", part.place, name="text(ignored)")
+                return
+            kind = "system" if data.get("synthetic") is True else role
+            native_kind = "text(synthetic)" if kind == "system" else "text"
+            time = _time(data) or created
+            ev = self._ev(part, line, native_kind)
+            self.b.add_text(
+                kind, rid, text, time=time, turn=self.turn, evidence=ev,
+                model=model if kind == "assistant" else None,
+            )  # fmt: skip
+        elif ptype == "reasoning":
+            text = data.get("text")
+            if not isinstance(text, str):
+                self.d.add("invalid-line", part.place)
+                return
+            ev = self._ev(part, line, "reasoning")
+            self.b.add_text(
+                "reasoning", rid, text, time=_time(data) or created, turn=self.turn, evidence=ev,
+                model=model,
+            )  # fmt: skip
+        elif ptype == "tool":
+            self.tool(part, data, line, created)
+        elif ptype in native.LIFECYCLE_PARTS:
+            self.d.add("lifecycle-dropped", part.place, name=str(ptype))
+        elif ptype == "compaction":
+            self.d.add("compaction-state", part.place, name="compaction")
+        elif ptype in native.NON_TEXT_PARTS:
+            self.d.add("non-text-content", part.place, name=str(ptype))
+        else:
+            self.d.add("unknown-kind", part.place, name=f"part:{ptype}")
+
+    def tool(self, part: native.Unit, data: dict[str, Any], line: int | None, created: str | None
+             ) -> None:  # fmt: skip
+        call_id, name, state = data.get("callID"), data.get("tool"), data.get("state")
+        if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(state, dict):
+            self.d.add("invalid-line", part.place)
+            return
+        rid = f"{self.prefix}:{part.id}"
+        args = state.get("input", {})
+        self.b.add_call(
+            rid, call_id, name, args, time=_time(state) or created, turn=self.turn,
+            evidence=self._ev(part, line, "tool"),
+        )  # fmt: skip
+        status = state.get("status")
+        if status not in ("completed", "error"):
+            self.d.add("pending-tool-call", rid)
+            return
+        meta = state.get("metadata")
+        exit_code = meta.get("exit") if isinstance(meta, dict) else None
+        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+            exit_code = None
+        if status == "completed":
+            output = state.get("output")
+            ok = exit_code in (None, 0)
+        else:
+            output = state.get("error")
+            ok = False
+        truncated = isinstance(meta, dict) and meta.get("truncated") is True
+        self.results.append(
+            {
+                "rid": f"{rid}:result",
+                "call_id": call_id,
+                "ok": ok,
+                "output": output if isinstance(output, str) else "",
+                "time": _time(state, "end"),
+                "turn": self.turn,
+                "evidence": self._ev(part, line, f"tool:{status}", units=0),
+                "truncated": truncated,
+                "exit_code": exit_code,
+            }
+        )
+
+
+def _session(info: dict[str, Any], sid: str, model: str | None) -> Session:
+    t = info.get("time") if isinstance(info.get("time"), dict) else {}
+    assert isinstance(t, dict)
+    return Session(
+        id=sid,
+        title=_str(info.get("title")),
+        cwd=_str(info.get("directory")),
+        model=session_model(info) or model,
+        created_at=_ms(t.get("created")),
+        updated_at=_ms(t.get("updated")),
+        parent_session_id=_str(info.get("parentID")),
+    )
+
+
+def _project(b: SnapshotBuilder, store: native.Store, p: _Projector) -> None:
+    for msg, parts in store.messages():
+        p.message(msg, parts)
+    if isinstance(store, native.DbStore):
+        for part in store.orphans():
+            p.rows.add("part", part)
+            b.diagnostics.add("orphan-part", part.place)
+
+
+@contextlib.contextmanager
+def _open(located: Located, limits: Limits, flavour: Flavour) -> Iterator[native.Store]:
+    if located.kind == "db":
+        with native.connect(located.path, flavour.label) as con:
+            if located.session is None:
+                rows = con.execute("select id from session").fetchall()
+                if len(rows) != 1:
+                    raise FormatError(
+                        located.path,
+                        f"this database holds {len(rows)} sessions; pick one with --session ID",
+                    )
+                session = native.text(rows[0][0])
+            else:
+                session = located.session
+            yield native.DbStore(con, located.path, session)
+    elif located.kind == "json":
+        assert located.session is not None
+        sfile = native.json_session_file(located.path, located.session)
+        assert sfile is not None
+        yield native.JsonStore(located.path, sfile, limits.max_line_bytes)
+    else:
+        data = read_bounded(located.path, limits.max_session_bytes)
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise FormatError(located.path, f"not JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise FormatError(
+                located.path, f"not {native.article(flavour.cli)} {flavour.cli} export document"
+            )
+        yield native.ExportStore(located.path, doc, flavour.cli)
+
+
+def read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
+    """The session ``located`` names, as ``flavour``'s codec reads it."""
+    try:
+        return _read(located, limits, flavour)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged database: named
+        raise FormatError(located.path, f"cannot read the database: {exc}") from None
+
+
+def _read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
+    with _open(located, limits, flavour) as store:
+        info = store.info()
+        sid = store.session
+        if not sid:
+            raise FormatError(located.path, "the session has no id")
+        locator = {
+            "db": f"{flavour.db}#{sid}",
+            "json": f"{native.STORAGE}/session/{info.get('projectID', '?')}/{sid}.json",
+            "export": located.path.name,
+        }[located.kind]
+        version = _str(info.get("version"))
+        b = SnapshotBuilder(
+            Source(harness=flavour.harness, harness_version=version, session_id=sid,
+                   locator=locator),
+            flavour.reader,
+        )  # fmt: skip
+        if located.kind == "export":
+            b.add_artifact_file(
+                EXPORT, "application/json", located.path, limits.max_session_bytes,
+                "max_session_bytes",
+            )  # fmt: skip
+            p = _Projector(b, _Rows(None), EXPORT, limits, flavour)
+            _project(b, store, p)
+        else:
+            if isinstance(store, native.JsonStore):
+                b.add_artifact("session.json", "application/json", store.raw_info)
+            else:
+                b.add_artifact("session.json", "application/json", orjson.dumps(info))
+            with b.artifact_writer(ROWS, "application/x-ndjson") as out:
+                p = _Projector(b, _Rows(out), ROWS, limits, flavour)
+                _project(b, store, p)
+        children = store.children()
+        if children:
+            b.add_artifact("children.json", "application/json", orjson.dumps(children))
+        b.session = _session(info, sid, p.model)
+    return b.build()
