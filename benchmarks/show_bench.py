@@ -5,7 +5,7 @@
 Generates (or reuses) the seeded Grok dataset of ``benchmarks/generate.py``, writes
 its page with ``trajconv show --from grok PATH --format html -o PAGE`` (timed in a
 subprocess, peak RSS from ``os.wait4``), then opens the page ``--repeat`` times in a
-fresh headless Chromium tab (``python -m trajconv.loaders install chromium``) and
+fresh headless Chromium tab (``python -m proof install chromium``) and
 measures:
 
 * time to interactive: from ``page.goto`` until the page has rendered its first window
@@ -41,7 +41,8 @@ sys.path.insert(0, str(HERE))
 from generate import ensure  # noqa: E402
 from run import measure  # noqa: E402
 
-from trajconv.loaders import chromium, tools_dir  # noqa: E402
+from proof import tools_dir  # noqa: E402
+from proof.loaders import chromium  # noqa: E402
 
 EVIDENCE = REPO / "evidence" / "show-benchmark.md"
 CLI = [sys.executable, "-c", "from trajconv.cli.main import main; main()"]

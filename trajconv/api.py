@@ -12,7 +12,14 @@ from typing import Any
 
 from trajconv.codecs import export as export_mod
 from trajconv.codecs import registry
-from trajconv.codecs.base import Codec, Export, ExportPlan, Limits, SessionRef
+from trajconv.codecs.base import (
+    Codec,
+    Export,
+    ExportPlan,
+    Limits,
+    SessionRef,
+    name_untranslated_children,
+)
 from trajconv.errors import UsageError
 from trajconv.snapshot.models import Snapshot
 
@@ -52,6 +59,7 @@ def write(
     if not c.can_write:
         raise UsageError(f"the {c.name} codec cannot write")
     plan = c.plan(snapshot, allow_lossy=allow_lossy, **options)
+    name_untranslated_children(snapshot, plan)
     if allow_lossy:
         _name_open_turn(snapshot, plan)
     return export_mod.emit(plan, Path(out_dir))

@@ -132,16 +132,13 @@ def select(
     *,
     cwd: str | None = None,
     since: str | None = None,
-    grep: str | None = None,
 ) -> list[SessionRef]:
-    """The sessions in ``cwd``, updated at or after ``since``, with ``grep`` in the title."""
+    """The sessions in ``cwd``, updated at or after ``since``."""
     out = []
     for r in refs:
         if cwd is not None and (r.cwd is None or not _same_dir(r.cwd, cwd)):
             continue
         if since is not None and (r.updated_at or r.created_at or "") < since:
-            continue
-        if grep is not None and grep.lower() not in (r.title or "").lower():
             continue
         out.append(r)
     return out

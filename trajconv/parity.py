@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import itertools
 import json
 import tempfile
@@ -21,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from trajconv import api
@@ -54,7 +56,7 @@ CORE_SOURCES = (
     "trajconv/codecs/jsonl.py",
     "trajconv/codecs/prepare_template.py",
     "trajconv/parity.py",
-    "trajconv/loaders/continuation.py",
+    "proof/continuation.py",
 )
 # The project folder a session that kept no working directory (ATIF keeps none) is written
 # for, as a user names one with ``convert --cwd DIR``: a fixed path, so that the evidence does
@@ -268,11 +270,11 @@ def continued_pairs(
     names: list[str], progress: Callable[[str], None] | None = None
 ) -> list[dict[str, Any]]:
     """Continue every pair among the harnesses whose CLI is installed here and that have a
-    stored baseline (``trajconv.loaders.continuation``); one entry per pair, ``ok`` False
+    stored baseline (``proof.continuation``); one entry per pair, ``ok`` False
     when a difference is not named or the run failed."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from trajconv.loaders import continuation as cont
+    cont = rig("--write", "continuation")
 
     usable = [n for n in cont.sources(names) if cont.find_cli(n) is not None]
     pairs = [(s, t) for s in usable for t in usable]
@@ -281,9 +283,10 @@ def continued_pairs(
         if progress:
             progress(f"continuing {pair[0]} -> {pair[1]}")
         try:
-            return cont.check_pair(*pair)[0].to_json()
+            entry: dict[str, Any] = cont.check_pair(*pair)[0].to_json()
         except Exception as exc:  # a failed run is a failed entry, recorded as such
             return {"source": pair[0], "target": pair[1], "ok": False, "error": str(exc)}
+        return entry
 
     with ThreadPoolExecutor(max_workers=3) as pool:
         return list(pool.map(run, pairs))
@@ -428,12 +431,30 @@ def load_evidence(evidence: Path = EVIDENCE) -> dict[str, Any]:
 
 
 def needs_checkout(what: str) -> None:
-    """``parity --write``/``--check`` run the fixtures, which only a source checkout has."""
+    """``parity --write``/``--check`` run the fixtures and fingerprint the proof rig, which
+    only a source checkout has."""
     if source_checkout() is None:
         raise UsageError(
             f"trajconv parity {what} runs the repository's fixtures: run it in a clone of "
             "trajconv's source repository (pip install -e .)"
         )
+    rig(what)
+
+
+def rig(what: str, module: str = "") -> ModuleType:
+    """The proof rig (``proof/`` of the source repository, never in the wheel), or a module
+    of it, imported only when ``parity`` runs it; a clear error when it is not importable."""
+    name = f"proof.{module}" if module else "proof"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("proof", name):
+            raise
+        raise UsageError(
+            f"trajconv parity {what} needs a source checkout with the proof rig (the "
+            f"repository's proof/ folder, importable from its root): {name} is not importable; "
+            "run it in a clone of trajconv's source repository (pip install -e .)"
+        ) from exc
 
 
 def check(evidence: Path = EVIDENCE) -> list[str]:

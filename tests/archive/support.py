@@ -123,7 +123,8 @@ def _options(harness: str, user_home: Path) -> list[str]:
     if harness == "gemini":
         return ["--touch"]
     if harness == "opencode":
-        from trajconv.loaders import opencode, tools_dir
+        from proof import tools_dir
+        from proof.loaders import opencode
 
         exe = opencode.find(tools_dir())
         return ["--cwd", str(user_home), *(["--opencode", str(exe)] if exe else [])]

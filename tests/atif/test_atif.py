@@ -13,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import harbor
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
 from trajconv import parity
@@ -20,7 +22,6 @@ from trajconv.cli.main import cli
 from trajconv.codecs import registry
 from trajconv.codecs.atif import layout, native
 from trajconv.errors import EXIT_USAGE, FormatError, UsageError
-from trajconv.loaders import harbor, tools_dir
 from trajconv.snapshot import io
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
 from trajconv.snapshot.models import Source

@@ -1,5 +1,5 @@
 """An evaluation run's trajectory, converted, is continued in the real CLIs with every call
-and its error in the model's request (the parity hook: ``trajconv.loaders.verify``)."""
+and its error in the model's request (the parity hook: ``proof.verify``)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 import trajconv
+from proof import loader, tools_dir
+from proof.verify import check_export
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from trajconv import parity
 from trajconv.codecs import registry
-from trajconv.loaders import tools_dir
-from trajconv.loaders.verify import check_export
 
 RUN = FIXTURES / "atif" / "harbor-grok-tool-failures"  # written by Harbor's own adapter
 
@@ -22,10 +22,9 @@ RUN = FIXTURES / "atif" / "harbor-grok-tool-failures"  # written by Harbor's own
 def test_a_trajectory_with_failed_calls_continues_with_every_call_and_error(
     target: str, tmp_path: Path
 ) -> None:
-    import importlib
-
-    loader = importlib.import_module(f"trajconv.loaders.{target}")
-    require_loader(loader.find(tools_dir()), target)
+    found = loader(target)
+    assert found is not None
+    require_loader(found.find(tools_dir()), target)
     source = trajconv.read("atif", RUN)
     export = trajconv.write(source, target, tmp_path / "out", cwd="/work/demo")
     written = parity._reread(registry.get(target), export.out_dir, export.session_id)

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import claude as claude_loader
 from tests.claude.support import (
     IDS,
     OTHER_IDS,
@@ -20,8 +22,6 @@ from tests.claude.support import (
 )
 from tests.conftest import require_loader
 from trajconv.codecs.claude.native import HARNESS_TEXT
-from trajconv.loaders import claude as claude_loader
-from trajconv.loaders import tools_dir
 
 PROMPT = "Please go on from here."
 CASES = [("claude", p, None) for p in TRANSCRIPTS] + other_sources()
@@ -140,7 +140,7 @@ def test_unwrap_user_tells_the_clis_context_from_a_prompt() -> None:
 
 
 def test_context_is_compared_and_the_new_turns_context_left_aside() -> None:
-    from trajconv.loaders import continuation as cont
+    from proof import continuation as cont
 
     reminder = "<system-reminder>\nAttribution\n</system-reminder>"
 
@@ -167,7 +167,7 @@ def test_context_is_compared_and_the_new_turns_context_left_aside() -> None:
 
 
 def test_parity_verdict_uses_the_real_cli(claude_bin: Path, tmp_path: Path) -> None:
-    from trajconv.loaders.verify import check_export
+    from proof.verify import check_export
 
     src = next(p for p in TRANSCRIPTS if "recorded-tool-failures" in p.parts)
     _snap, export = trajconv.convert("claude", "claude", src, tmp_path / "out")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import trajconv
+from proof.loaders.claude import snapshot_items
 from tests.claude.support import (
     IDS,
     OTHER_IDS,
@@ -22,7 +23,6 @@ from tests.helpers import export_tree
 from trajconv.codecs.claude import layout
 from trajconv.codecs.claude.native import HARNESS_TEXT
 from trajconv.errors import RefusedError
-from trajconv.loaders.claude import snapshot_items
 from trajconv.snapshot import io
 from trajconv.snapshot.models import Snapshot
 

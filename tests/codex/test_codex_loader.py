@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import codex as loader
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from trajconv.codecs.codex import native
-from trajconv.loaders import codex as loader
-from trajconv.loaders import tools_dir
 
 PROMPT = "Please continue from here."
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from proof import continuation as cont
+from proof import harness_loaders
 from trajconv.codecs import registry
-from trajconv.loaders import LOADERS
-from trajconv.loaders import continuation as cont
 
 PROMPT = cont.PROMPT
 #: every harness with a loader module or a codec (a codec with the contract joins by itself)
-ALL = sorted({*LOADERS, *registry.names()})
+ALL = sorted({*harness_loaders(), *registry.names()})
 
 
 def chat(*messages: dict[str, object]) -> dict[str, object]:

@@ -15,17 +15,20 @@ from typing import Any
 
 import pytest
 
+from proof import continuation as cont
+from proof import harness_loaders, loader, tools_dir
 from tests.conftest import require_loader
 from trajconv.codecs import registry
-from trajconv.loaders import LOADERS, tools_dir
-from trajconv.loaders import continuation as cont
 
 #: every harness whose loader module has the contract (a new codec's joins by itself)
-HARNESSES = cont.continuable(sorted({*LOADERS, *registry.names()}))
+HARNESSES = cont.continuable(sorted({*harness_loaders(), *registry.names()}))
 PAIRS = list(itertools.product(cont.sources(HARNESSES), repeat=2))
-#: CPU seconds one continued turn costs in the target's CLI, measured (`/usr/bin/time`): Deep
-#: Agents' Python start-up about 25, OpenCode's about 16, the others 2 to 5
-CPU_SECONDS = {"deepagents": 25, "opencode": 16}
+
+
+def _cpu_seconds(target: str) -> int:
+    """CPU seconds one continued turn costs in the target's CLI (its loader module's
+    ``CONTINUE_CPU_SECONDS``, measured with ``/usr/bin/time``; most node CLIs 2 to 5)."""
+    return int(getattr(loader(target), "CONTINUE_CPU_SECONDS", 3))
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +44,7 @@ def continued() -> dict[tuple[str, str], cont.Comparison | BaseException]:
 
     # the costliest targets first, so that none is left running alone at the end; 4 workers:
     # the node CLIs mostly wait, Deep Agents and OpenCode use a core while they start
-    order = sorted(PAIRS, key=lambda pair: -CPU_SECONDS.get(pair[1], 3))
+    order = sorted(PAIRS, key=lambda pair: -_cpu_seconds(pair[1]))
     with ThreadPoolExecutor(max_workers=4) as pool:
         return dict(zip(order, pool.map(run, order), strict=True))
 
@@ -67,23 +70,20 @@ def test_continued_turn_sees_the_source_conversation(
     assert not [d for d in result.differences if d.what == "extra"]
 
 
-#: what each source's conversation still differs in, in any of the targets below (besides the
-#: failures the model saw flagged, counted from the baseline): Grok's injected context entries,
-#: Copilot's <current_datetime> block and Claude Code's environment attachment are kept in
-#: artifacts, not records (context-not-projected); Codex's <environment_context> message is a
-#: system record, which Grok and Deep Agents cannot hold and Copilot does not send; Gemini CLI
-#: sends its model a second copy of the results it replays (repeated-result-replayed)
-STILL_DIFFERENT: dict[str, dict[str, int]] = {
-    "grok": {"context-not-projected": 2},
-    "copilot": {"context-not-projected": 1},
-    "deepagents": {},
-    "claude": {"context-not-projected": 1},
-    "codex": {"untranslated-system": 1},
-    "gemini": {"repeated-result-replayed": 3},
-    "opencode": {},
-}
-#: the targets whose writers this test holds to (a new codec's target rows are its own tests')
-OLD_TARGETS = ("grok", "copilot", "deepagents")
+def _still_different(source: str) -> dict[str, int]:
+    """What a source's conversation still differs in, in the targets that pin it (besides the
+    failures the model saw flagged, counted from the baseline): its loader module's
+    ``STILL_DIFFERENT``, each difference with the code that names why."""
+    codes = getattr(loader(source), "STILL_DIFFERENT", None)
+    assert isinstance(codes, dict), f"proof/loaders/{source}.py defines no STILL_DIFFERENT"
+    return dict(codes)
+
+
+#: the targets whose writers this test holds to (``PINS_DIFFERENCES`` in their loader module;
+#: a newer codec's target rows are its own tests')
+PINNING_TARGETS = [
+    t for t in cont.sources(HARNESSES) if getattr(loader(t), "PINS_DIFFERENCES", False)
+]
 
 
 def _flagged(source: str) -> int:
@@ -99,14 +99,17 @@ def test_what_the_pairs_still_differ_in(continued: dict[tuple[str, str], Any]) -
     named = {
         pair: r.named_codes() for pair, r in continued.items() if not isinstance(r, BaseException)
     }
-    assert set(STILL_DIFFERENT) <= set(cont.sources(HARNESSES))
+    assert PINNING_TARGETS
     assert _flagged("claude") == 2 and _flagged("opencode") == 0  # the count is the baseline's
-    for source, codes in STILL_DIFFERENT.items():
+    for source in cont.sources(HARNESSES):
+        codes = _still_different(source)
         flagged = _flagged(source)
-        for target in OLD_TARGETS:
+        for target in PINNING_TARGETS:
             want = dict(codes)
-            if target == "copilot" and "untranslated-system" in want:
-                want["system-not-sent"] = want.pop("untranslated-system")  # kept, not sent
+            # a target that keeps what it does not send names it its own way
+            for code, instead in getattr(loader(target), "NAMES_INSTEAD", {}).items():
+                if code in want:
+                    want[instead] = want.pop(code)
             if flagged:  # a Chat Completions target sends the text alone
                 want["untranslated-tool-status"] = flagged
             assert named[(source, target)] == want, (source, target)

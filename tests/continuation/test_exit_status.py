@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import trajconv
+from proof import continuation as cont
 from trajconv.codecs.base import exit_code_shown
-from trajconv.loaders import continuation as cont
 
 
 def test_each_harness_form_is_recognised() -> None:

@@ -1,6 +1,6 @@
 """The real GitHub Copilot CLI lists and loads what trajconv reads and writes.
 
-Needs the pinned ``@github/copilot`` in the tools folder (``python -m trajconv.loaders install
+Needs the pinned ``@github/copilot`` in the tools folder (``python -m proof install
 copilot``); skipped outside CI without it, a failure under ``CI=true``. Every run copies the
 session into a scratch COPILOT_HOME, runs ``copilot --acp`` with ``COPILOT_OFFLINE=true`` and a
 provider URL on 127.0.0.1 where nothing listens, and asks ``session/list`` and
@@ -18,6 +18,8 @@ import pytest
 from acp.schema import SessionNotification
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import copilot as loader
 from tests.conftest import require_loader
 from tests.copilot.support import (
     CASES,
@@ -31,8 +33,6 @@ from tests.copilot.support import (
 )
 from tests.helpers import FIXTURES
 from trajconv.codecs import registry
-from trajconv.loaders import copilot as loader
-from trajconv.loaders import tools_dir
 from trajconv.parity import DROP_CODES
 from trajconv.snapshot.models import Snapshot
 

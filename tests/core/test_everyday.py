@@ -503,7 +503,7 @@ def test_installed_package_keeps_loaders_in_the_user_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import trajconv.checkout
-    from trajconv.loaders import tools_dir
+    from proof import tools_dir
 
     monkeypatch.delenv("TRAJCONV_TOOLS", raising=False)
     assert tools_dir() == FIXTURES.parent / ".tools"  # a source checkout: its .tools/

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from proof import npm
 from trajconv.errors import RefusedError
-from trajconv.loaders import npm
 from trajconv.staging import staged_folder
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from cursor_support import AGENTS, CWD, PLANTED_KEY, fixture_store, meta
 
+from proof import tools_dir
+from proof.loaders import cursor as loader
 from tests.conftest import require_loader
 from trajconv.codecs.cursor import CODEC
 from trajconv.codecs.export import emit
-from trajconv.loaders import cursor as loader
-from trajconv.loaders import tools_dir
 
 
 def _node() -> Path:

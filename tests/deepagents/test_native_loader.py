@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
+from proof import tools_dir
+from proof.loaders import deepagents as loader
 from tests.conftest import require_loader
 from tests.deepagents.support import DA, THREAD_IDS, THREADS, hand_snapshot
 from tests.helpers import FIXTURES, projection
 from trajconv.codecs import export, registry
 from trajconv.codecs.deepagents import CODEC
 from trajconv.codecs.deepagents.reader import EXIT_RE
-from trajconv.loaders import deepagents as loader
-from trajconv.loaders import tools_dir
 from trajconv.snapshot.models import Snapshot
 
 

@@ -1,6 +1,6 @@
 """fx's own CLI lists and shows the fixtures and what the writer produced.
 
-fx is not distributed through npm or PyPI (see ``trajconv/loaders/fx.py``), so these tests run
+fx is not distributed through npm or PyPI (see ``proof/loaders/fx.py``), so these tests run
 only where an fx binary was built from source (``.tools/fx/bin/fx`` or ``$FX_BIN``) and skip
 elsewhere, CI included: there is no pinned registry install for CI to do.
 """
@@ -12,15 +12,18 @@ from typing import Any
 
 import pytest
 
+from proof import tools_dir
+from proof.loaders import fx as fx_loader
 from tests.fx.test_fx import SESSIONS
 from tests.helpers import FIXTURES
 from trajconv.codecs.export import emit
 from trajconv.codecs.fx import CODEC
 from trajconv.codecs.grok import CODEC as GROK
 from trajconv.codecs.grok import layout as grok_layout
-from trajconv.loaders import fx as fx_loader
-from trajconv.loaders import tools_dir
 from trajconv.snapshot.models import Snapshot, UserRecord
+
+#: fx skips rather than calls require_loader (no registry install, even under CI): say so
+pytestmark = pytest.mark.loader
 
 
 @pytest.fixture(scope="module")

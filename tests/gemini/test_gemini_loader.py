@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import gemini as loader
 from tests.conftest import require_loader
 from tests.gemini.test_gemini import FILES, IDS
 from tests.helpers import FIXTURES
-from trajconv.loaders import gemini as loader
-from trajconv.loaders import tools_dir
 
 PROMPT = "Continue from where we stopped."
 FOREIGN = {

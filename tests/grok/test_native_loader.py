@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import grok as grok_loader
 from tests.conftest import require_loader
 from tests.grok.test_grok import IDS, SESSIONS
 from tests.helpers import merged_projection, session_dir
-from trajconv.loaders import grok as grok_loader
-from trajconv.loaders import tools_dir
 
 
 @pytest.fixture(scope="module")

@@ -229,7 +229,7 @@ def test_prepare_refuses_to_replace_and_dry_runs(tmp_path: Path) -> None:
 
 
 def test_unwrap_user_splits_off_the_environment_block() -> None:
-    from trajconv.loaders.kilo import unwrap_user
+    from proof.loaders.kilo import unwrap_user
 
     sent = (
         '"Say hi"\n\n<environment_details>\nMessage time: 2026-12-06T21:29:19Z\n'

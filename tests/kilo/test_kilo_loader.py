@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import kilo as loader
 from tests.conftest import require_loader
 from tests.kilo.test_kilo import CHILD, ROOT, SUB_DB
-from trajconv.loaders import kilo as loader
-from trajconv.loaders import tools_dir
 
 PROMPT = "Summarise."  # one word: `kilo run` quotes a prompt that has spaces
 

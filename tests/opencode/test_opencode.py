@@ -274,7 +274,7 @@ def test_prepare_refuses_to_replace_and_dry_runs(tmp_path: Path) -> None:
 
 
 def test_request_items_reads_a_chat_completions_body() -> None:
-    from trajconv.loaders.opencode import request_items
+    from proof.loaders.opencode import request_items
 
     body = {
         "messages": [

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 
 import trajconv
+from proof import tools_dir
+from proof.loaders import opencode as loader
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from tests.opencode.support import LEGACY, SUB_DB, TOOLS_DB
 from trajconv.codecs.opencode import writer
-from trajconv.loaders import opencode as loader
-from trajconv.loaders import tools_dir
 from trajconv.snapshot.models import Snapshot
 
 PROMPT = "Summarise."  # one word: `opencode run` quotes a prompt that has spaces

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from fixtures.record.modelserver import ModelServer
+from proof.loaders.gemini import is_main_request, request_items
 from tests.record.test_modelserver import _post
-from trajconv.loaders.gemini import is_main_request, request_items
 
 #: thought + text streamed in 4-character pieces; two calls; an HTTP error
 STEPS: list[dict[str, Any]] = [

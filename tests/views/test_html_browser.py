@@ -1,6 +1,6 @@
 """The HTML page in a real headless Chromium (Debian's package, driven by Playwright).
 
-Installed by ``python -m trajconv.loaders install chromium``; outside CI a missing
+Installed by ``python -m proof install chromium``; outside CI a missing
 browser skips these tests with that hint, under ``CI=true`` it fails them.
 """
 
@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from proof import tools_dir
+from proof.loaders import chromium
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from tests.views.support import SCRIPT, hostile, read_fixture
-from trajconv.loaders import chromium, tools_dir
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
 from trajconv.views import html, load, model

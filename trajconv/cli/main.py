@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -594,7 +595,14 @@ def verify(file: Path, as_json: bool) -> None:
     # a stored Snapshot's artifacts are in its store
     checked = verify_streamed(file, stored=artifact_check(file))  # only one that verifies
     if checked is not None:
-        report = io.VerifyReport(True, checked.id, checked.records, checked.artifacts)
+        report = io.VerifyReport(
+            True,
+            checked.id,
+            checked.records,
+            checked.artifacts,
+            children=checked.children,
+            child_records=checked.child_records,
+        )
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.read_document(file)
         io.validate_document(doc, str(file))
@@ -607,12 +615,20 @@ def verify(file: Path, as_json: bool) -> None:
                 "id": report.snapshot_id,
                 "records": report.records,
                 "artifacts": report.artifacts,
+                "children": report.children,
+                "child_records": report.child_records,
                 "problems": report.problems,
             }
         )
     elif report.ok:
+        kids = (
+            f", {report.children} sub-agents with {report.child_records} records"
+            if report.children
+            else ""
+        )
         click.echo(
-            f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts)"
+            f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts"
+            f"{kids})"
         )
     else:
         for p in report.problems:
@@ -734,6 +750,24 @@ def diagnostics(as_json: bool) -> None:
         click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
 
 
+def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
+    """The sessions of ``refs`` whose title holds ``text`` or one of whose records holds
+    every word of it; sessions the index could not read are named on stderr."""
+    from trajconv import search
+
+    if not text.split():
+        raise UsageError("--grep: give some text to look for")
+    holding, done = search.sessions_holding(listing, text)
+    for who, reason in done.skipped:
+        click.echo(f"# --grep skipped {who}: {reason}", err=True)
+    low = text.casefold()
+    return [
+        r
+        for r in refs
+        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
+    ]
+
+
 @cli.command()
 @_harness_opt("--harness", help_text="only this harness (repeat for several)", multiple=True)
 @click.option(
@@ -747,7 +781,13 @@ def diagnostics(as_json: bool) -> None:
 @click.option(
     "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
 )
-@click.option("--grep", "grep", default=None, help="only sessions whose title holds TEXT")
+@click.option(
+    "--grep",
+    "grep",
+    default=None,
+    help="only sessions whose title or any record holds every word of TEXT (through the "
+    "index of `trajconv search`)",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="at most N sessions")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def discover(
@@ -767,7 +807,10 @@ def discover(
 
     listing = find.list_sessions(harness or None, home)
     since_at = find.parse_since(since) if since is not None else None
-    refs = find.select(listing.sessions, cwd=cwd, since=since_at, grep=grep)[:limit]
+    refs = find.select(listing.sessions, cwd=cwd, since=since_at)
+    if grep is not None:
+        refs = _grep_sessions(listing, refs, grep)
+    refs = refs[:limit]
     rows = [r.to_json() for r in refs]
     if as_json:
         _emit_json({"coverage": listing.coverage, "sessions": rows})
@@ -830,7 +873,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if write_:
         from rich.console import Console
 
-        from trajconv.loaders.verify import check_export
+        check_export = parity_mod.rig("--write", "verify").check_export
 
         console = Console(stderr=True)
         with console.status("running the conversion matrix") as status:
@@ -1136,6 +1179,9 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
+
+
+cli.add_command(search_command)
 
 
 def main() -> None:

@@ -161,6 +161,10 @@ class ExportPlan:
     try_home: str | None = "home"
     """OUT-relative folder to use as HOME to try the export before installing it; ``None``
     when there is none (a database target's session exists once prepare.py wrote it)."""
+    children_written: tuple[str, ...] = ()
+    """The ids (``Child.id``) of the Snapshot's sub-agents this plan writes as the target's
+    own children; every other child is counted as ``untranslated-subagent`` by
+    :func:`name_untranslated_children` (``trajconv.write`` calls it for every plan)."""
 
 
 @dataclass(frozen=True)
@@ -534,3 +538,21 @@ def check_continuable(
             "in pairs; pass --allow-lossy to leave such records out"
         )
     return {*pending, *found.orphans}
+
+
+def name_untranslated_children(snapshot: Snapshot, plan: ExportPlan) -> None:
+    """Count every record of a sub-agent the plan does not write as a child, by child
+    (``untranslated-subagent``: one per record, the samples name each child session), so
+    no writer loses a child without saying so, whatever it does with children."""
+    from trajconv.snapshot.diagnostics import Diagnostics
+
+    written = set(plan.children_written)
+    left = [c for c in snapshot.children if c.id not in written]
+    if not left:
+        return
+    diags = Diagnostics()
+    diags.extend(plan.diagnostics)
+    for child in left:
+        where = f"child {child.session.id} (of call {child.parent_call_id})"
+        diags.add("untranslated-subagent", where, count=max(len(child.records), 1))
+    plan.diagnostics = diags.to_models()

@@ -26,6 +26,7 @@ from trajconv.snapshot import hashing, secrets
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
     FORMAT,
+    Child,
     Producer,
     Session,
     Snapshot,
@@ -37,6 +38,7 @@ from trajconv.snapshot.spool import (
     ArtifactLog,
     ArtifactTable,
     Blob,
+    RecordLog,
     RecordSpool,
     Spool,
 )
@@ -282,22 +284,50 @@ class SnapshotBuilder:
 
     _TAIL = 64
 
-    def __init__(self, source: Source, reader: str) -> None:
+    def __init__(
+        self, source: Source, reader: str, *, _parent: SnapshotBuilder | None = None
+    ) -> None:
         self.source = source
         self.reader = reader
         self.session = Session(id=source.session_id)
-        self.diagnostics = Diagnostics()
-        self._spool = Spool()
+        self._children: list[tuple[SnapshotBuilder, str | None]] = []
+        self._parent = _parent
+        self.diagnostics: Diagnostics
+        self._spool: Spool
+        self._artifacts: ArtifactTable
+        self._utf8_later: dict[str, Callable[[], bool | None]]
+        self._files: list[Path]
+        self._pack: BinaryIO
+        if _parent is not None:  # a sub-agent: the parent's spool, artifacts, diagnostics
+            self.diagnostics = _parent.diagnostics
+            self._spool = _parent._spool
+            self._artifacts = _parent._artifacts
+            self._utf8_later = _parent._utf8_later
+            self._files = _parent._files
+            self._pack = _parent._pack
+        else:
+            self.diagnostics = Diagnostics()
+            self._spool = Spool()
+            self._artifacts = ArtifactTable()
+            self._utf8_later = {}
+            self._files = [self._spool.new_file("artifacts.bin")]  # the pack, then whole files
+            self._pack = self._files[0].open("wb")
         self._records = RecordSpool(self._spool)
         self._digest = b""  # the chain head is computed at the first flush
         self._head_source: Source | None = None
         self._tail: list[dict[str, Any]] = []  # records not yet hashed, oldest first
         self._count = 0
         self._hold: int | None = None
-        self._artifacts = ArtifactTable()
-        self._utf8_later: dict[str, Callable[[], bool | None]] = {}
-        self._files = [self._spool.new_file("artifacts.bin")]  # the pack, then whole files
-        self._pack = self._files[0].open("wb")
+
+    def child(self, source: Source, parent_call_id: str | None) -> SnapshotBuilder:
+        """A sub-agent's builder: its records chain apart (headed by ``source``), its
+        artifacts and diagnostics are this Snapshot's. Set its ``session`` (with
+        ``parent_session_id``) as for a Snapshot; :meth:`build` of the parent finishes it.
+        Children come out in the order they were made."""
+        root = self if self._parent is None else self._parent
+        kid = SnapshotBuilder(source, self.reader, _parent=root)
+        root._children.append((kid, parent_call_id))
+        return kid
 
     # -- records -----------------------------------------------------------------
     def _add(
@@ -536,7 +566,7 @@ class SnapshotBuilder:
         self._artifacts.put((*entry[:4], "utf8" if is_utf8 else "base64", *entry[5:]))
 
     # -- finish ------------------------------------------------------------------
-    def build(self) -> Snapshot:
+    def _close_records(self) -> RecordLog:
         self._hold = None
         self._flush(self._count)
         if self._head_source is not None and self._head_source != self.source:
@@ -544,15 +574,36 @@ class SnapshotBuilder:
             head = hashing.header_digest(FORMAT, self.source.model_dump(mode="json"))
             self._digest = self._records.rechain(head)
             self._head_source = self.source
+        return self._records.close()
+
+    def _build_child(self, parent_call_id: str | None) -> Child:
+        records = self._close_records()
+        source = self.source.model_dump(mode="json")
+        session = self.session.model_dump(mode="json")
+        cid = hashing.child_id(FORMAT, parent_call_id, source, session, self._digest)
+        return Child.model_construct(
+            id=cid,
+            parent_call_id=parent_call_id,
+            source=self.source,
+            session=Session.model_validate(session),
+            records=records,
+        )
+
+    def build(self) -> Snapshot:
+        if self._parent is not None:
+            raise ValueError("a sub-agent's builder is finished by its parent's build()")
+        records = self._close_records()
+        children = tuple(kid._build_child(call) for kid, call in self._children)
         self._pack.close()
-        records = self._records.close()
         source = self.source.model_dump(mode="json")
         session = self.session.model_dump(mode="json")
         for name, utf8 in self._utf8_later.items():
             self._settle_encoding(name, utf8())
         artifacts = ArtifactLog(self._artifacts, self._files, self._spool)
         self._artifacts = ArtifactTable()
-        sid = hashing.snapshot_id(FORMAT, source, session, self._digest, artifacts.metadata())
+        sid = hashing.snapshot_id(
+            FORMAT, source, session, self._digest, artifacts.metadata(), (c.id for c in children)
+        )
         diagnostics = tuple(self.diagnostics.to_models())
         producer = Producer(version=__version__, reader=self.reader)
         meta = hashing.meta_hash(
@@ -566,6 +617,7 @@ class SnapshotBuilder:
             source=self.source,
             session=Session.model_validate(session),
             records=records,
+            children=children,
             artifacts=artifacts,
             diagnostics=diagnostics,
             producer=producer,

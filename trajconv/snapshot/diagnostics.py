@@ -174,6 +174,12 @@ _CODES: tuple[Code, ...] = (
     ),
     # writer
     _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
+    _w(
+        "untranslated-subagent",
+        "warning",
+        "records of a sub-agent session the target cannot hold as a child were left out "
+        "(counted by record; samples name the child session)",
+    ),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
     _w(

@@ -49,6 +49,7 @@ from trajconv.snapshot.io import strict_loads
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
+    Child,
     Diagnostic,
     Evidence,
     Producer,
@@ -75,6 +76,8 @@ _RECORD_END = (b"    },\n", b"    }\n")
 _DATA = b'      "data": '
 _STORED = b"null\n"  # an archive store's Snapshot: the artifact is a file of the store
 _HEAD = ("format", "id", "meta_hash", "source", "session")
+_CHILD_HEAD = ("id", "parent_call_id", "source", "session")
+_CHILD_INDENT = b"        "  # a child's records: an item of an array three levels deep
 _FOOT = ("diagnostics", "producer")
 _META = ("name", "media_type", "sha256", "size", "encoding")
 
@@ -132,13 +135,13 @@ def _object(lines: list[bytes]) -> dict[str, Any]:
     return value
 
 
-def _as_written(text: bytes, value: Any) -> bool:
+def _as_written(text: bytes, value: Any, indent: bytes = b"    ") -> bool:
     """Whether ``text``, a record's lines as the file holds them (its closing brace
     aside), is exactly how :func:`trajconv.snapshot.io.write` writes ``value``: then no
     member is named twice and no number was read as another (issue 25); otherwise the
     record is read again by ``strict_loads``, which checks both."""
-    written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
-    return b"    " + written[: -len(b"    }")] == text
+    written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n" + indent)
+    return indent + written[: -len(indent + b"}")] == text
 
 
 def _high_surrogate_escape(buf: bytes, at: int) -> bool:
@@ -235,6 +238,9 @@ class Checked:
     """The chain hashes at the positions asked for, and the last record's."""
     digests: tuple[str, ...] = ()
     """The artifacts' sha256, in name order (a check gives them)."""
+    children: int = 0
+    """Sub-agent sessions (each checked: chain, id, spawning call)."""
+    child_records: int = 0
 
     @property
     def last_hash(self) -> str | None:
@@ -269,15 +275,6 @@ class _Loader:
             raise _NotTheLayout
         return line
 
-    def _member_start(self, name: str) -> bool:
-        """Read ``"name": [`` on its own line; True when the array has items."""
-        line = self._line()
-        if line == b'  "%s": [\n' % name.encode():
-            return True
-        if line == b'  "%s": [],\n' % name.encode():
-            return False
-        raise _NotTheLayout
-
     def read(self) -> Checked:
         if self._line() != b"{\n":
             raise _NotTheLayout
@@ -298,13 +295,26 @@ class _Loader:
         digest = hashing.header_digest(FORMAT, source_json)
         records = RecordSpool(self._spool) if self._spool is not None else None
         count = 0
+        calls: set[str] = set()
         try:
             if line == b'  "records": [\n':
-                digest, count = self._records(records, digest)
+                digest, count = self._records(records, digest, calls=calls)
                 self._hashes[count - 1] = hashing.tag(digest)
         finally:
             log = records.close() if records is not None else None
-        artifacts = self._artifacts() if self._member_start("artifacts") else ArtifactTable()
+        line = self._line()
+        children: tuple[Child, ...] = ()
+        child_ids: list[str] = []
+        child_records = 0
+        if line == b'  "children": [\n':
+            children, child_ids, child_records = self._children(session.id, calls)
+            line = self._line()
+        if line == b'  "artifacts": [\n':
+            artifacts = self._artifacts()
+        elif line == b'  "artifacts": [],\n':
+            artifacts = ArtifactTable()
+        else:
+            raise _NotTheLayout
         art_log = ArtifactLog(artifacts, self._files, self._spool)
         tail = self._tail()
         foot = _object([tail[:-2]])
@@ -315,7 +325,9 @@ class _Loader:
             for d in foot["diagnostics"]
         )
         producer = Producer.model_validate(foot["producer"], strict=True)
-        sid = hashing.snapshot_id(FORMAT, source_json, session_json, digest, art_log.metadata())
+        sid = hashing.snapshot_id(
+            FORMAT, source_json, session_json, digest, art_log.metadata(), child_ids
+        )
         if sid != head["id"]:
             raise _NotTheLayout
         meta = hashing.meta_hash(
@@ -332,12 +344,92 @@ class _Loader:
                 source=source,
                 session=session,
                 records=log,
+                children=children,
                 artifacts=art_log,
                 diagnostics=diagnostics,
                 producer=producer,
             )
         digests = tuple(m["sha256"] for m in art_log.metadata())
-        return Checked(sid, count, len(art_log), source_json, session_json, self._hashes, digests)
+        return Checked(
+            sid,
+            count,
+            len(art_log),
+            source_json,
+            session_json,
+            self._hashes,
+            digests,
+            len(child_ids),
+            child_records,
+        )
+
+    def _children(
+        self, parent_session: str, parent_calls: set[str]
+    ) -> tuple[tuple[Child, ...], list[str], int]:
+        """The ``children`` array: each child's members, its records (chained from its
+        source, checked and spooled as the Snapshot's are), its id and the call that
+        spawned it, which must be one of the session its ``parent_session_id`` names."""
+        kids: list[Child] = []
+        ids: list[str] = []
+        total = 0
+        calls_of = {parent_session: parent_calls}
+        while True:
+            if self._line() != _RECORD:
+                raise _NotTheLayout
+            head_lines = []
+            while (line := self._line()) not in (
+                b'      "records": [\n',
+                b'      "records": []\n',
+            ):
+                head_lines.append(line)
+                if len(head_lines) > _HEAD_LINES:
+                    raise _NotTheLayout
+            head = _object(head_lines)
+            if tuple(head) != _CHILD_HEAD:
+                raise _NotTheLayout
+            source = Source.model_validate(head["source"], strict=True)
+            session = Session.model_validate(head["session"], strict=True)
+            call = head["parent_call_id"]
+            if not (call is None or type(call) is str) or type(head["id"]) is not str:
+                raise _NotTheLayout
+            source_json = source.model_dump(mode="json")
+            session_json = session.model_dump(mode="json")
+            if source_json != head["source"] or session_json != head["session"]:
+                raise _NotTheLayout
+            digest = hashing.header_digest(FORMAT, source_json)
+            spool = RecordSpool(self._spool) if self._spool is not None else None
+            calls: set[str] = set()
+            count = 0
+            try:
+                if line == b'      "records": [\n':
+                    digest, count = self._records(spool, digest, _CHILD_INDENT, calls)
+            finally:
+                log = spool.close() if spool is not None else None
+            cid = hashing.child_id(FORMAT, call, source_json, session_json, digest)
+            spawner = calls_of.get(session.parent_session_id or "")
+            if cid != head["id"] or spawner is None or (call is not None and call not in spawner):
+                raise _NotTheLayout  # the whole-document check names which
+            calls_of.setdefault(session.id, calls)
+            ids.append(cid)
+            total += count
+            if log is not None:
+                kids.append(
+                    Child.model_construct(
+                        id=cid, parent_call_id=call, source=source, session=session, records=log
+                    )
+                )
+            if self._item_end():
+                break
+        return tuple(kids), ids, total
+
+    def _item_end(self) -> bool:
+        """After an item of a top-level array: True (and the array's end read) when it was
+        the last."""
+        end = self._line()
+        if end == b"    },\n":
+            return False
+        if end != b"    }\n" or self._line() != b"  ],\n":
+            raise _NotTheLayout
+        return True
 
     def _tail(self) -> bytes:
         """The rest of the document (diagnostics, producer), read a piece at a time: a
@@ -353,22 +445,32 @@ class _Loader:
             raise _NotTheLayout
         return tail
 
-    def _records(self, spool: RecordSpool | None, digest: bytes) -> tuple[bytes, int]:
+    def _records(
+        self,
+        spool: RecordSpool | None,
+        digest: bytes,
+        indent: bytes = b"    ",
+        calls: set[str] | None = None,
+    ) -> tuple[bytes, int]:
+        """A records array whose items are indented by ``indent`` (a child's are deeper);
+        each tool call's id goes into ``calls``."""
         readline = self._fh.readline
         adapter = _record_adapter()
         seq = 0
+        opening = indent + b"{\n"
+        ends = (indent + b"},\n", indent + b"}\n")
         while True:
             first = readline()
-            if first != _RECORD:
+            if first != opening:
                 raise _NotTheLayout
             lines = [first]
-            while (line := readline()) not in _RECORD_END:
+            while (line := readline()) not in ends:
                 if not line.endswith(b"\n"):
                     raise _NotTheLayout
                 lines.append(line)
             text = b"".join(lines)
             rec = orjson.loads(text + b"}")
-            if not _as_written(text, rec):  # another writer's escapes or order: read strictly
+            if not _as_written(text, rec, indent):  # another writer's escapes or order: strictly
                 try:
                     rec = strict_loads(text + b"}")
                 except ValueError:
@@ -390,12 +492,15 @@ class _Loader:
                 raise _NotTheLayout
             if seq in self._hashes_at:
                 self._hashes[seq] = tag
+            if calls is not None and rec["kind"] == "tool-call":
+                calls.add(rec["call"]["id"])
             if spool is not None:  # checked by plain_record or just now by the models
                 spool.append(rec, tag, checked=True)
             seq += 1
-            if line == b"    }\n":
+            if line == ends[1]:
                 break
-        if self._line() != b"  ],\n":
+        closing = b"  ],\n" if indent == b"    " else indent[:-2] + b"]\n"
+        if self._line() != closing:
             raise _NotTheLayout
         return digest, seq
 
@@ -442,13 +547,8 @@ class _Loader:
                     if sha256 != meta["sha256"] or size != meta["size"]:
                         raise _NotTheLayout
                     table.put((name, media, sha256, size, meta["encoding"], file, offset))
-                end = self._line()
-                if end == b"    }\n":
+                if self._item_end():
                     break
-                if end != b"    },\n":
-                    raise _NotTheLayout
-        if self._line() != b"  ],\n":
-            raise _NotTheLayout
         return table
 
     def _data(self, start: bytes, encoding: str) -> Iterator[bytes]:

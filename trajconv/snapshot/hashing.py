@@ -138,11 +138,14 @@ def snapshot_id(
     session: Mapping[str, Any],
     last: bytes,
     artifacts: Iterable[Mapping[str, Any]],
+    children: Iterable[str] = (),
 ) -> str:
     """``sha256(JCS({format, source, session, last, artifacts}))``, hashed as it is made.
 
     JCS sorts the members, so ``artifacts`` comes first: its entries are hashed one at
-    a time (a Cursor Snapshot has one per blob) and then the rest of the object.
+    a time (a Cursor Snapshot has one per blob) and then the rest of the object. A
+    Snapshot with sub-agents has one more member, ``children``: the list of their ids
+    (:func:`child_id`), in order; one without has none, so its id is what it always was.
     """
     digest = hashlib.sha256(b'{"artifacts":[')
     for i, a in enumerate(artifacts):
@@ -150,11 +153,38 @@ def snapshot_id(
             digest.update(b",")
         entry = {"name": a["name"], "sha256": a["sha256"], "size": a["size"]}
         digest.update(_canonical_entry(entry))
-    rest = canonical(
-        {"format": fmt, "source": dict(source), "session": dict(session), "last": last.hex()}
-    )
+    members: dict[str, Any] = {
+        "format": fmt,
+        "source": dict(source),
+        "session": dict(session),
+        "last": last.hex(),
+    }
+    kids = list(children)
+    if kids:
+        members["children"] = kids
+    rest = canonical(members)
     digest.update(b"]," + rest[1:])  # the rest's members after the array, in JCS order
     return PREFIX + digest.hexdigest()
+
+
+def child_id(
+    fmt: str,
+    parent_call_id: str | None,
+    source: Mapping[str, Any],
+    session: Mapping[str, Any],
+    last: bytes,
+) -> str:
+    """A sub-agent's id: ``sha256(JCS({format, last, parent_call_id, session, source}))``,
+    where ``last`` is the last digest of its own chain (headed by :func:`header_digest` of
+    its source; the head itself when it has no records). The parent's id holds it."""
+    value = {
+        "format": fmt,
+        "parent_call_id": parent_call_id,
+        "source": dict(source),
+        "session": dict(session),
+        "last": last.hex(),
+    }
+    return PREFIX + hashlib.sha256(canonical(value)).hexdigest()
 
 
 def meta_hash(

@@ -24,7 +24,7 @@ import orjson
 from trajconv.errors import FormatError, VerifyError, writing
 from trajconv.snapshot import hashing
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks, utf8_string_body
-from trajconv.snapshot.models import FORMAT, Snapshot
+from trajconv.snapshot.models import FORMAT, Child, Snapshot
 from trajconv.snapshot.spool import Blob, artifact_dicts, record_dicts, records_value
 
 
@@ -71,6 +71,13 @@ def _artifact(meta: dict[str, Any], blob: Blob | None, inline: bool) -> Any:
     return Members(meta, data=Raw(_data_pieces(blob, meta["encoding"])))
 
 
+def _child(child: Child) -> Members:
+    """A sub-agent as the Snapshot file holds it, its records streamed from the spool."""
+    doc = Members(child.model_dump(mode="json", exclude={"records"}))
+    doc["records"] = records_value(child.records, depth=3)
+    return doc
+
+
 def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True) -> None:
     """Write the Snapshot file's bytes to ``stream``, one record and artifact piece at a time.
 
@@ -80,13 +87,15 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     artifact is held in memory: records come from the spool, artifacts in chunks.
     ``inline_artifacts=False`` writes ``data: null`` (an archive store's documents).
     """
-    doc = Members(snapshot.model_dump(mode="json", exclude={"records", "artifacts"}))
+    doc = Members(snapshot.model_dump(mode="json", exclude={"records", "children", "artifacts"}))
     doc["records"] = records_value(snapshot.records)
+    if snapshot.children:
+        doc["children"] = Items(_child(child) for child in snapshot.children)
     doc["artifacts"] = Items(
         _artifact(meta, blob, inline_artifacts)
         for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)
     )
-    ordered = Members((name, doc[name]) for name in type(snapshot).model_fields)
+    ordered = Members((name, doc[name]) for name in type(snapshot).model_fields if name in doc)
     for chunk in json_chunks(ordered):
         stream.write(chunk)
     stream.write(b"\n")
@@ -163,7 +172,7 @@ def parse_document(data: bytes, name: str) -> dict[str, Any]:
     return doc
 
 
-_ITEMS = {"records": "kind", "artifacts": None, "diagnostics": None}
+_ITEMS = {"records": "kind", "children": None, "artifacts": None, "diagnostics": None}
 """The document's arrays, checked item by item (records by the schema of their kind)."""
 
 
@@ -184,6 +193,11 @@ def _validators() -> dict[str, Any]:
     for member in ("artifacts", "diagnostics"):
         item = {**full["properties"][member]["items"], **defs}
         found[member] = jsonschema.Draft202012Validator(item)
+    # a child without its records (checked one by one, as the Snapshot's are)
+    child = full["$defs"]["Child"]
+    frame_child = {**child, "properties": {**child["properties"]}}
+    frame_child["properties"]["records"] = {"type": "array", "maxItems": 0}
+    found["children"] = jsonschema.Draft202012Validator({**frame_child, **defs})
     return found
 
 
@@ -227,9 +241,29 @@ def check_schema(doc: Mapping[str, Any], name: str) -> None:
                     raise FormatError(
                         name, f"schema: at {member}/{i}: {key} is {kind!r}, not one of {known}"
                     )
+            if member == "children" and type(item) is dict and type(item.get("records")) is list:
+                _check_child(validators, item, i, name)
+                continue
             problem = _schema_error(validator, item, (member, i))
             if problem is not None:
                 raise FormatError(name, f"schema: {problem}")
+
+
+def _check_child(validators: dict[str, Any], child: Mapping[str, Any], i: int, name: str) -> None:
+    """A child's members, then each of its records against the schema of its kind."""
+    problem = _schema_error(validators["children"], {**child, "records": []}, ("children", i))
+    if problem is not None:
+        raise FormatError(name, f"schema: {problem}")
+    for j, rec in enumerate(child["records"]):
+        kind = rec.get("kind") if type(rec) is dict else None
+        validator = validators.get(f"records:{kind}")
+        if validator is None:
+            raise FormatError(
+                name, f"schema: at children/{i}/records/{j}: kind is {kind!r}, not a record kind"
+            )
+        problem = _schema_error(validator, rec, ("children", i, "records", j))
+        if problem is not None:
+            raise FormatError(name, f"schema: {problem}")
 
 
 def validate_document(
@@ -299,6 +333,9 @@ class VerifyReport:
     records: int
     artifacts: int
     problems: list[str] = field(default_factory=list)
+    children: int = 0
+    """Sub-agent sessions, each checked as the records are."""
+    child_records: int = 0
 
 
 ArtifactResolver = Callable[[str], bytes | None]
@@ -314,24 +351,91 @@ def artifact_bytes(art: Mapping[str, Any], resolve: ArtifactResolver | None) -> 
     return str(data).encode("utf-8")
 
 
-def _verify(
-    doc: Mapping[str, Any],
+def _chain(
+    fmt: str,
+    source: Mapping[str, Any],
     records: Iterable[Mapping[str, Any]],
-    artifacts: Iterable[tuple[Mapping[str, Any], Iterable[bytes] | None]],
-) -> VerifyReport:
-    problems: list[str] = []
-    source, session = doc["source"], doc["session"]
-    digest = hashing.header_digest(doc["format"], source)
+    where: str,
+    problems: list[str],
+    calls: set[str],
+) -> tuple[bytes, int]:
+    """The last digest of a record chain and how many records it has; the first broken
+    record goes into ``problems`` (named with ``where``), each call id into ``calls``."""
+    digest = hashing.header_digest(fmt, source)
     count = 0
     for i, rec in enumerate(records):
         count += 1
         if problems:
             continue  # count the rest; the first break is the one to name
         digest = hashing.record_digest(digest, rec)
+        call = rec.get("call")
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            calls.add(call["id"])
         if rec.get("seq") != i:
-            problems.append(f"record {i} ({rec.get('id')}): seq is {rec.get('seq')}, expected {i}")
+            problems.append(
+                f"{where}record {i} ({rec.get('id')}): seq is {rec.get('seq')}, expected {i}"
+            )
         elif rec.get("hash") != hashing.tag(digest):
-            problems.append(f"record {i} ({rec.get('id')}): hash does not match its content")
+            problems.append(f"{where}record {i} ({rec.get('id')}): hash does not match its content")
+    return digest, count
+
+
+#: A sub-agent as verify takes it: its members but ``records``, and its records.
+ChildParts = tuple[Mapping[str, Any], Iterable[Mapping[str, Any]]]
+
+
+def _children(
+    fmt: str,
+    parent_session: str,
+    parent_calls: set[str],
+    children: Iterable[ChildParts],
+    problems: list[str],
+) -> tuple[list[str], int]:
+    """Check each child's chain, id and link to its spawning call; their ids and how many
+    records they hold together."""
+    ids: list[str] = []
+    total = 0
+    calls_of: dict[str, set[str]] = {parent_session: parent_calls}
+    for i, (head, records) in enumerate(children):
+        session = head["session"]
+        sid = session.get("id")
+        where = f"child {i} ({sid}): "
+        calls: set[str] = set()
+        digest, count = _chain(fmt, head["source"], records, where, problems, calls)
+        total += count
+        ids.append(str(head["id"]))
+        if problems:
+            continue
+        expected = hashing.child_id(fmt, head["parent_call_id"], head["source"], session, digest)
+        if expected != head["id"]:
+            problems.append(f"{where}id is {head['id']}, content gives {expected}")
+            continue
+        spawner = calls_of.get(session.get("parent_session_id"))
+        if spawner is None:
+            problems.append(
+                f"{where}parent_session_id {session.get('parent_session_id')!r} names neither "
+                "the session nor an earlier child"
+            )
+        elif head["parent_call_id"] is not None and head["parent_call_id"] not in spawner:
+            problems.append(
+                f"{where}parent_call_id {head['parent_call_id']!r} is no tool call of "
+                f"session {session.get('parent_session_id')!r}"
+            )
+        calls_of.setdefault(str(sid), calls)
+    return ids, total
+
+
+def _verify(
+    doc: Mapping[str, Any],
+    records: Iterable[Mapping[str, Any]],
+    artifacts: Iterable[tuple[Mapping[str, Any], Iterable[bytes] | None]],
+    children: Iterable[ChildParts] = (),
+) -> VerifyReport:
+    problems: list[str] = []
+    source, session = doc["source"], doc["session"]
+    calls: set[str] = set()
+    digest, count = _chain(doc["format"], source, records, "", problems, calls)
+    child_ids, child_count = _children(doc["format"], session.get("id"), calls, children, problems)
     metas = []
     for art, chunks in artifacts:
         metas.append(art)
@@ -345,7 +449,7 @@ def _verify(
         if size != art["size"] or sha.hexdigest() != art["sha256"]:
             problems.append(f"artifact {art['name']}: bytes do not match sha256/size")
     if not problems:
-        expected = hashing.snapshot_id(doc["format"], source, session, digest, metas)
+        expected = hashing.snapshot_id(doc["format"], source, session, digest, metas, child_ids)
         if expected != doc["id"]:
             problems.append(f"id is {doc['id']}, content gives {expected}")
     meta = hashing.meta_hash(doc["diagnostics"], doc["producer"], metas)
@@ -360,6 +464,8 @@ def _verify(
         records=count,
         artifacts=len(metas),
         problems=problems,
+        children=len(child_ids),
+        child_records=child_count,
     )
 
 
@@ -375,7 +481,11 @@ def verify_document(
         data = artifact_bytes(art, resolve)
         return None if data is None else [data]
 
-    return _verify(doc, doc["records"], ((a, chunks(a)) for a in doc["artifacts"]))
+    kids = (
+        ({k: v for k, v in c.items() if k != "records"}, c["records"])
+        for c in doc.get("children", ())
+    )
+    return _verify(doc, doc["records"], ((a, chunks(a)) for a in doc["artifacts"]), kids)
 
 
 def verify(snapshot: Snapshot) -> VerifyReport:
@@ -390,5 +500,9 @@ def verify(snapshot: Snapshot) -> VerifyReport:
         (
             (meta, blob.chunks() if blob is not None else None)
             for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)
+        ),
+        (
+            (c.model_dump(mode="json", exclude={"records"}), record_dicts(c.records))
+            for c in snapshot.children
         ),
     )

@@ -8,9 +8,18 @@ in ``artifacts`` and ``evidence`` points at it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PlainSerializer, PrivateAttr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from trajconv.snapshot.spool import Blob
 
@@ -196,6 +205,26 @@ class Producer(_Model):
     reader: str
 
 
+class Child(_Model):
+    """A sub-agent's session inside its parent's Snapshot (docs/design.md §2, §3).
+
+    Its records form a chain of their own, headed by its ``source``; its ``id`` binds that
+    chain, its facts and ``parent_call_id``, and the parent's id binds every child's id, so
+    a changed child record fails ``verify`` of the parent. Its native bytes are artifacts
+    of the parent (their evidence names them there).
+    """
+
+    id: Hash
+    """``sha256(JCS({format, last, parent_call_id, session, source}))`` (``hashing.child_id``)."""
+    parent_call_id: str | None
+    """The ``call.id`` of the tool call that spawned it, in the records of the session its
+    ``session.parent_session_id`` names (the parent's or another child's); ``null`` when the
+    source does not say which call."""
+    source: Source
+    session: Session
+    records: Annotated[Sequence[Record], PlainSerializer(list, return_type=list[Record])]
+
+
 class Snapshot(_Model):
     format: Literal["trajconv.snapshot/1"] = "trajconv.snapshot/1"
     id: Hash
@@ -207,10 +236,31 @@ class Snapshot(_Model):
     session: Session
     records: Annotated[Sequence[Record], PlainSerializer(list, return_type=list[Record])]
     """A tuple when loaded from a document; a spooled RecordLog when built by a reader."""
+    children: tuple[Child, ...] = ()
+    """Sub-agent sessions it spawned, in the order the reader found them; a document
+    without any leaves the member out."""
     artifacts: Annotated[Sequence[Artifact], PlainSerializer(list, return_type=list[Artifact])]
     """A tuple when loaded from a document; an ArtifactLog when built by a reader."""
     diagnostics: tuple[Diagnostic, ...]
     producer: Producer
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_children(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A Snapshot without children is dumped as it was before children existed."""
+        dumped: dict[str, Any] = handler(self)
+        if not self.children:
+            dumped.pop("children", None)
+        return dumped
+
+    def all_records(self) -> Iterator[Record]:
+        """The records of the session and then of each child, in order."""
+        yield from self.records
+        for child in self.children:
+            yield from child.records
+
+    def child_records(self) -> int:
+        """How many records its children hold together."""
+        return sum(len(c.records) for c in self.children)
 
     def diagnostic_count(self, code: str) -> int:
         return sum(d.count for d in self.diagnostics if d.code == code)

@@ -11,7 +11,10 @@ SCHEMA_ID = "https://trajconv.invalid/schema/trajconv.snapshot-1.json"
 
 
 def generate() -> dict[str, Any]:
-    schema = Snapshot.model_json_schema(mode="serialization")
+    # The models validate and serialize alike, except that a Snapshot without children
+    # leaves the member out (a wrap serializer, which the serialization schema cannot see
+    # through), so the schema is that of what validates.
+    schema = Snapshot.model_json_schema(mode="validation")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
 
 

@@ -12,7 +12,7 @@ validates the seed, refuses a thread id that already exists (exit 3), then runs 
 node graph whose state is deepagents' own ``DeepAgentState`` messages channel (a
 ``DeltaChannel``) with the messages as input, so they land as a ``messages`` write on an
 input checkpoint, as in a real run. ``dcode threads list`` then counts them and a
-continued conversation keeps them all (``trajconv/loaders/``, seeding
+continued conversation keeps them all (``proof/``, seeding
 experiment D/E). The checkpoint metadata carries ``agent_name``, ``cwd``,
 ``updated_at``, ``git_branch`` and the ACP markers (``acp_session: true``), so ACP
 ``session/load`` accepts the thread. No model is called. ``--dry-run`` prints the plan

@@ -34,12 +34,18 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders.npm import npm_install
+from proof import tools_dir as _tools
+from proof.npm import npm_install
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@cursor/sdk"
 VERSION = "1.0.32"
@@ -49,7 +55,7 @@ INSTALL_DIRNAME = "npm-cursor"
 DRIVER = Path(__file__).with_name("cursor_sdk_read.mjs")
 INSTALL_HINT = (
     "Cursor SDK not installed: run "
-    "`python -c 'from pathlib import Path; from trajconv.loaders.cursor import install; "
+    "`python -c 'from pathlib import Path; from proof.loaders.cursor import install; "
     'install(Path(".tools"))\'` (npm install --prefix .tools/npm-cursor '
     f"{NODE_PACKAGE}@{NODE_VERSION} {PACKAGE}@{VERSION})"
 )
@@ -301,7 +307,7 @@ def check(
     never opened for writing.
     """
     if tools_dir is None:
-        from trajconv.loaders import tools_dir as default_tools
+        from proof import tools_dir as default_tools
 
         tools_dir = default_tools()
     node_bin = node if node is not None else find(tools_dir)
@@ -379,3 +385,28 @@ def check(
         stderr_tail=proc.stderr[-4000:],
         argv=tuple(argv[:-1]),
     )
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    if find(_tools()) is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trajconv-cursor-home-") as home:
+        # The export is a readout; its prepare.py builds the store Cursor opens, filed under
+        # the session's cwd (a scratch project when the source kept none, as ATIF does).
+        cwd = written.session.cwd or str(Path(home) / "project")
+        subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", home]
+            + ([] if written.session.cwd else ["--cwd", cwd]),
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        r = check(Path(home), export.session_id, cwd, tools_dir=_tools())
+    return {
+        "ok": r.ok and r.error is None,
+        "version": r.sdk_version,
+        "detail": f"messages={len(r.messages)} turns={len(r.turns)}"
+        + (f" error={r.error}" if r.error else ""),
+    }

@@ -1,37 +1,36 @@
-"""Install or locate the pinned native loaders.
+"""Install or locate the pinned native loaders (every module of ``proof/loaders/``).
 
-usage: python -m trajconv.loaders install [HARNESS ...]   (default: every loader)
-       python -m trajconv.loaders status [--json]
+usage: python -m proof install [NAME ...]   (default: every loader from a registry)
+       python -m proof status [--json]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 
-from trajconv.loaders import BROWSERS, LOADERS, tools_dir
-
-INSTALLABLE = (*LOADERS, *BROWSERS)
+from proof import all_loaders, installs_by_default, tools_dir
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trajconv.loaders", description=__doc__)
+    found = all_loaders()
+    parser = argparse.ArgumentParser(prog="python -m proof", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     inst = sub.add_parser("install", help="install pinned loaders into the tools folder")
-    inst.add_argument("harness", nargs="*", help=f"any of: {', '.join(INSTALLABLE)}")
+    inst.add_argument("harness", nargs="*", help=f"any of: {', '.join(found)}")
     stat = sub.add_parser("status", help="which loaders are installed")
     stat.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     tools = tools_dir()
     if args.cmd == "install":
-        unknown = [h for h in args.harness if h not in INSTALLABLE]
+        unknown = [h for h in args.harness if h not in found]
         if unknown:
-            parser.error(f"no loader for {', '.join(unknown)}; loaders: {', '.join(INSTALLABLE)}")
+            parser.error(f"no loader for {', '.join(unknown)}; loaders: {', '.join(found)}")
         failed = 0
-        for name in args.harness or list(INSTALLABLE):
-            mod = importlib.import_module(f"trajconv.loaders.{name}")
+        names = args.harness or [n for n, m in found.items() if installs_by_default(m)]
+        for name in names:
+            mod = found[name]
             print(f"installing {name} ({mod.PACKAGE}@{mod.VERSION}) into {tools} ...", flush=True)
             try:
                 path = mod.install(tools)
@@ -42,13 +41,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name}: {path}")
         return 1 if failed else 0
     rows = {}
-    for name in INSTALLABLE:
-        mod = importlib.import_module(f"trajconv.loaders.{name}")
-        found = mod.find(tools)
+    for name, mod in found.items():
+        where = mod.find(tools)
         rows[name] = {
             "package": mod.PACKAGE,
             "version": mod.VERSION,
-            "installed": str(found) if found else None,
+            "installed": str(where) if where else None,
         }
     if args.json:
         print(json.dumps(rows, indent=2))

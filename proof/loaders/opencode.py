@@ -30,9 +30,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import npm
+from proof import npm
+from proof import tools_dir as _tools
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "opencode-ai"
 VERSION = "1.18.33"
@@ -50,7 +55,7 @@ RUN_TIMEOUT = 600.0
 JsonObj = dict[str, Any]
 
 INSTALL_HINT = (
-    "OpenCode not installed: run `python -m trajconv.loaders install opencode` "
+    "OpenCode not installed: run `python -m proof install opencode` "
     f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
 )
 
@@ -283,6 +288,11 @@ def continue_session(
 #: the fixture session continued for the baseline: two turns, reasoning, three calls in one
 #: step (one a ``read`` in the ``error`` state, one ``ls`` that exits 2), a resumed turn
 CONTINUATION_CASE = ("recorded-tools", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing
+STILL_DIFFERENT: dict[str, int] = {}
+#: CPU seconds one continued turn costs (measured, /usr/bin/time)
+CONTINUE_CPU_SECONDS = 16
 #: ``opencode run --session`` opens the session's own directory (``session.directory``), not
 #: the one it runs in, and fails there when that folder does not exist (seen with 1.18.33:
 #: "creating instance directory=<session directory>", then ``UnknownError``)
@@ -309,7 +319,7 @@ def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> 
 
 def install_export(export_dir: Path, home: Path) -> None:
     """Run the export's ``prepare.py`` into ``home`` with the pinned CLI (``--opencode``)."""
-    from trajconv.loaders import tools_dir
+    from proof import tools_dir
 
     exe = find(tools_dir())
     if exe is None:
@@ -388,3 +398,33 @@ def request_items(body: JsonObj) -> list[JsonObj]:
                 }
             )
     return items
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trajconv-opencode-home-") as scratch:
+        home, cwd = Path(scratch) / "home", Path(scratch) / "project"
+        home.mkdir()
+        cwd.mkdir()
+        # prepare.py runs the real `opencode import` and checks it with `opencode export`
+        subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home),
+             "--cwd", str(cwd), "--opencode", str(exe)],
+            check=True, capture_output=True, timeout=600, env=scratch_env(home),
+        )  # fmt: skip
+        listed = any(s.get("id") == export.session_id for s in session_list(exe, home, cwd))
+        requests = continue_session(
+            exe, home, export.session_id, str(cwd), "Continue.", Path(scratch) / "work"
+        )
+    seen = request_items(requests[0]) if requests else []
+    held = sum(r.kind in ("user", "tool-call", "tool-result") for r in written.records)
+    replayed = sum(i["kind"] in ("user", "tool-call", "tool-result") for i in seen) - 1
+    return {
+        "ok": listed and replayed == held,
+        "version": VERSION,
+        "detail": f"listed={listed} requests={len(requests)} replayed={replayed} held={held}",
+    }

@@ -17,7 +17,7 @@ Facts used (``trajconv/codecs/kilo/README.md``, checked with 7.7.7 here):
   ``--auto`` approves the tools a recording calls (Kilo asks before ``bash`` otherwise);
 * its glob/grep tools run ``rg``: the Debian package ``ripgrep`` must be on PATH
   (:data:`SYSTEM_DEPENDENCIES`; CI installs it with ``apt-get install -y ripgrep`` before
-  ``python -m trajconv.loaders install``, and :func:`install` refuses without it);
+  ``python -m proof install``, and :func:`install` refuses without it);
 * a start takes seconds (about 5 s for ``--version`` here, tens of seconds for a run on two
   busy cores): tests share one install and keep the number of runs small.
 
@@ -35,9 +35,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import npm
+from proof import npm
+from proof import tools_dir as _tools
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@kilocode/cli"
 VERSION = "7.7.7"
@@ -56,7 +61,7 @@ JsonObj = dict[str, Any]
 
 INSTALL_HINT = (
     "Kilo Code CLI not installed: run `apt-get install -y ripgrep` and "
-    "`python -m trajconv.loaders install kilo` "
+    "`python -m proof install kilo` "
     f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
 )
 
@@ -300,7 +305,7 @@ def continue_session(
     """Resume the installed session (already under ``home``) in the real CLI for one turn
     with ``prompt``, against a ModelServer on 127.0.0.1 started here (its request log in
     ``workdir``); return the JSON bodies of the main-conversation model requests, in order."""
-    from trajconv.loaders.continuation import REPLY
+    from proof.continuation import REPLY
 
     result = run_turn(
         exe, home, prompt, Path(cwd), workdir, [{"text": REPLY}], session_id=session_id
@@ -311,6 +316,13 @@ def continue_session(
 #: the fixture session continued for the baseline: two turns, reasoning, three calls in one
 #: step (a ``read`` in the ``error`` state, an ``ls`` that exits 2), a resumed turn with a glob
 CONTINUATION_CASE = ("recorded-tools", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: the <environment_details>
+#: block Kilo adds to each of its two user messages (its message time), which the others do
+#: not send
+STILL_DIFFERENT: dict[str, int] = {"context-not-projected": 2}
+#: CPU seconds one continued turn costs (measured, /usr/bin/time: kilo run --session)
+CONTINUE_CPU_SECONDS = 12
 #: ``kilo run --session`` opens the session's own directory (``session.directory``), as
 #: OpenCode does: the session is installed (and written) for a scratch project folder
 NEEDS_PROJECT_DIR = True
@@ -335,9 +347,7 @@ def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> 
 
 def install_export(export_dir: Path, home: Path) -> None:
     """Run the export's ``prepare.py`` into ``home`` with the pinned CLI (``--kilo``)."""
-    from trajconv.loaders import tools_dir
-
-    exe = find(tools_dir())
+    exe = find(_tools())
     if exe is None:
         raise KiloLoaderError(INSTALL_HINT)
     done = subprocess.run(
@@ -373,6 +383,37 @@ def unwrap_user(text: str) -> tuple[str, str | None]:
 def request_items(body: JsonObj) -> list[JsonObj]:
     """What the model saw in one Chat Completions request body, as conversation items (Kilo
     sends reasoning as ``reasoning_content``, a tool's error text as the tool message)."""
-    from trajconv.loaders.continuation import openai_items
+    from proof.continuation import openai_items
 
     return openai_items(body)
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``): the real
+    ``kilo import`` (``prepare.py``, which checks it with ``kilo export``) and ``kilo session
+    list``; no model turn (the continuation pairs continue sessions). ``None`` when the CLI is
+    not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trajconv-kilo-home-") as scratch:
+        home, cwd = Path(scratch) / "home", Path(scratch) / "project"
+        home.mkdir()
+        cwd.mkdir()
+        done = subprocess.run(
+            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home),
+             "--cwd", str(cwd), "--kilo", str(exe)],
+            capture_output=True, text=True, timeout=RUN_TIMEOUT, env=scratch_env(home),
+            check=False,
+        )  # fmt: skip
+        imported = done.returncode == 0
+        listed = imported and any(
+            s.get("id") == export.session_id for s in session_list(exe, home, cwd)
+        )
+    root = written.session.parent_session_id is None
+    return {
+        "ok": imported and (listed or not root),  # the list shows root sessions only
+        "version": VERSION,
+        "detail": f"imported={imported} listed={listed}"
+        + ("" if imported else f" prepare: {done.stderr.strip()[-300:]}"),
+    }

@@ -1,7 +1,7 @@
 """Offline chat models for running the real Deep Agents ``dcode`` with zero inference.
 
 This module is *not* imported by trajconv itself: it runs inside the separate
-``deepagents-code`` venv (see ``trajconv/loaders/deepagents.py``), where
+``deepagents-code`` venv (see ``proof/loaders/deepagents.py``), where
 ``langchain-core`` is installed. ``dcode`` loads a model class named by
 ``class_path`` in ``~/.deepagents/config.toml``; the loader copies this file
 next to a scratch HOME and points ``class_path`` at it.

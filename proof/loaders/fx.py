@@ -22,7 +22,6 @@ Library code: never prints, never exits; failures are :class:`FxLoaderError`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,11 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trajconv.loaders import npm
+from proof import npm
+from proof.trees import hash_tree
 
 PACKAGE = "vercel-labs/fx (built from source; not on npm or PyPI)"
 VERSION = "0.0.5"
 BIN_DIR = "fx"
+FROM_REGISTRY = False
+"""``python -m proof install`` leaves it out unless named: the binary is the user's."""
 INSTALL_HINT = (
     "fx is not distributed through npm or PyPI, so this check needs an fx binary you provide: "
     "put it at .tools/fx/bin/fx or name it in FX_BIN"
@@ -101,14 +103,6 @@ def install(tools_dir: Path) -> Path:
     return found
 
 
-def _hash_tree(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-
-
 def _private_copy(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, symlinks=True)
     for dirpath, _dirs, names in os.walk(dest):
@@ -143,10 +137,10 @@ def check(fx_bin: Path, home_dir: Path, session_id: str, timeout: float = 30.0) 
         (home / ".fx").mkdir(mode=0o700)
         _private_copy(src, home / ".fx" / "sessions")
         sdir = home / ".fx" / "sessions" / session_id
-        before = _hash_tree(sdir) if sdir.is_dir() else {}
+        before = hash_tree(sdir)
         _rc, listing = _run_json([str(fx_bin), "sessions", "--json", "--all"], home, timeout)
         detail_rc, detail = _run_json([str(fx_bin), "session", session_id, "--json"], home, timeout)
-        after = _hash_tree(sdir) if sdir.is_dir() else {}
+        after = hash_tree(sdir)
     entries = listing.get("sessions") if listing else None
     listed = next(
         (e for e in entries or [] if isinstance(e, dict) and e.get("id") == session_id), None

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+HARNESS = None
+"""Not a harness: the browser the HTML view is tested in (installed by the same step)."""
 PACKAGE = "chromium (Debian apt, the distribution's version) + playwright (PyPI)"
 VERSION = "1.65.2"
 """Playwright's version, pinned in the test extra; the browser is the distribution's."""

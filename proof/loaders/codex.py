@@ -29,11 +29,16 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import npm
+from proof import npm
+from proof import tools_dir as _tools
 from trajconv.snapshot.models import Snapshot
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
 
 PACKAGE = "@openai/codex"
 VERSION = "0.171.0"
@@ -42,7 +47,7 @@ NPM_DIR = "npm-codex"
 PROVIDER_ID = "trajconv-local"
 STUB_MODEL = "stub-model"
 INSTALL_HINT = (
-    "Codex CLI not installed: run `python -m trajconv.loaders install codex` "
+    "Codex CLI not installed: run `python -m proof install codex` "
     f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
 )
 
@@ -207,7 +212,7 @@ def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
     ``git ls-remote https://github.com/openai/plugins.git`` at start-up), so the job's git
     config maps every https URL to a dead loopback port either way.
     """
-    from trajconv.loaders.cursor import _unshare_prefix
+    from proof.loaders.cursor import _unshare_prefix
 
     job = dict(job)
     workdir = Path(job["log"]).parent
@@ -226,7 +231,7 @@ def run_offline(job: JsonObj, *, isolate: bool = True) -> JsonObj:
     env = {k: v for k, v in os.environ.items() if k in _PASS_ENV}
     env["PYTHONPATH"] = str(REPO)
     timeout = float(job.get("timeout", 180)) * (len(job["runs"]) + 1)
-    argv = [*prefix, sys.executable, "-m", "trajconv.loaders.codex", str(job_file), str(out_file)]
+    argv = [*prefix, sys.executable, "-m", "proof.loaders.codex", str(job_file), str(out_file)]
     proc = npm.run(argv, REPO, env, timeout, CodexLoaderError)
     if proc.returncode != 0 or not out_file.is_file():
         raise CodexLoaderError(
@@ -244,6 +249,11 @@ CONTINUE_REPLY = "Continued."
 #: the recorded fixture whose continuation is the codex baseline: two turns (the second one
 #: added by ``codex exec resume``), three shell calls of which ``false`` exited 1, reasoning
 CONTINUATION_CASE = ("resumed", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: its
+#: <environment_context> message is a system record, which Grok and Deep Agents cannot hold
+#: and Copilot does not send
+STILL_DIFFERENT: dict[str, int] = {"untranslated-system": 1}
 
 
 def install_fixture(case_dir: Path, home: Path) -> None:
@@ -513,7 +523,7 @@ def conversation(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m trajconv.loaders.codex JOB.json ANSWER.json`` (run by :func:`run_offline`
+    """``python -m proof.codex JOB.json ANSWER.json`` (run by :func:`run_offline`
     inside a network namespace)."""
     job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     _loopback_up()
@@ -524,3 +534,24 @@ def _main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(_main(sys.argv[1:]))
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    prompt = "Continue."
+    with tempfile.TemporaryDirectory(prefix="trajconv-codex-verify-") as work:
+        bodies = continue_session(
+            exe, export.out_dir / "home", export.session_id, written.session.cwd or "", prompt,
+            Path(work) / "run",
+        )  # fmt: skip
+    want = [*snapshot_items(written), {"kind": "user", "text": prompt}]
+    got = conversation(request_items(bodies[-1])) if bodies else []
+    return {
+        "ok": len(bodies) == 1 and got == want,
+        "version": VERSION,
+        "detail": f"requests={len(bodies)} items={len(got)}/{len(want)} (resumed in codex exec)",
+    }

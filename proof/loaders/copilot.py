@@ -6,7 +6,7 @@ object per line on stdio). Nothing here talks to a network address other than
 loopback: the CLI runs with ``COPILOT_OFFLINE=true`` and a model provider URL on
 127.0.0.1 where nothing listens (loading a session makes no model request).
 
-Facts used (see ``trajconv/loaders/`` §2, observed with 1.0.102):
+Facts used (see ``proof/`` §2, observed with 1.0.102):
 
 * the npm package is a loader; the platform package ``@github/copilot-<os>-<arch>``
   holds one binary that extracts the real package on first run to
@@ -22,7 +22,6 @@ This module never prints and never exits; failures come back in the result or as
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import queue
@@ -35,9 +34,15 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import npm
+from proof import npm
+from proof import tools_dir as _tools
+from proof.trees import hash_tree
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@github/copilot"
 VERSION = "1.0.102"
@@ -47,7 +52,7 @@ CACHE_DIRNAME = "cache"
 DUMMY_PROVIDER_URL = "http://127.0.0.1:9/v1"
 DUMMY_MODEL = "gpt-4o"
 INSTALL_HINT = (
-    "GitHub Copilot CLI not installed: run `python -m trajconv.loaders install copilot` "
+    "GitHub Copilot CLI not installed: run `python -m proof install copilot` "
     f"(npm install --prefix .tools/{INSTALL_DIRNAME} {PACKAGE}@{VERSION})"
 )
 
@@ -339,18 +344,6 @@ class _AcpConnection:
 # --------------------------------------------------------------------------- check
 
 
-def _hash_tree(root: Path) -> dict[str, str]:
-    digests: dict[str, str] = {}
-    if not root.is_dir():
-        return digests
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            digests[path.relative_to(root).as_posix()] = hashlib.sha256(
-                path.read_bytes()
-            ).hexdigest()
-    return digests
-
-
 def _iter_sessions(
     conn: _AcpConnection, cwd: str | None, timeout: float
 ) -> Iterator[dict[str, Any]]:
@@ -398,7 +391,7 @@ def check(
         copilot_home = home / ".copilot"
         shutil.copytree(source, copilot_home, symlinks=True)
         session_dir = copilot_home / "session-state" / session_id
-        before = _hash_tree(session_dir)
+        before = hash_tree(session_dir)
         workdir = scratch / "work"
         workdir.mkdir()
         env = _scratch_env(home, cache)
@@ -461,7 +454,7 @@ def check(
             )
         finally:
             conn.close()
-        after = _hash_tree(session_dir)
+        after = hash_tree(session_dir)
         stderr_tail = conn.stderr_tail
     if not isinstance(version, str):
         version = cli_version(copilot_bin, timeout=timeout)
@@ -488,6 +481,16 @@ def check(
 
 #: Copilot 1.0.102 over Chat Completions does not send reasoning back to the model (its own
 #: recorded sessions' requests carry no ``reasoning_content``)
+#: the continuation fixture (``fixtures/copilot/<case>``) and its session (one per case)
+CONTINUATION_CASE = ("recorded-tool-failures", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: its <current_datetime>
+#: block is kept in artifacts, not records
+STILL_DIFFERENT: dict[str, int] = {"context-not-projected": 1}
+#: the pair test holds every source's STILL_DIFFERENT into this target
+PINS_DIFFERENCES = True
+#: a system record Copilot keeps but does not send is named system-not-sent
+NAMES_INSTEAD = {"untranslated-system": "system-not-sent"}
 REPLAYS_REASONING = False
 
 
@@ -506,7 +509,7 @@ def continue_session(
     exist here). Returns every model request of the turn (Copilot -p makes no side requests).
     """
     from fixtures.record.copilot import _env
-    from trajconv.loaders.continuation import main_bodies, scripted_server
+    from proof.continuation import main_bodies, scripted_server
 
     exe = Path(os.path.abspath(exe))
     run_dir = workdir / "cwd"
@@ -550,6 +553,22 @@ def unwrap_user(text: str) -> tuple[str, str | None]:
 
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one Copilot request (Chat Completions or Responses)."""
-    from trajconv.loaders.continuation import openai_items
+    from proof.continuation import openai_items
 
     return openai_items(body)
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    r = check(exe, export.out_dir / "home", export.session_id, written.session.cwd or "")
+    ok = r.listed and r.loaded and r.files_before == r.files_after
+    return {
+        "ok": ok,
+        "version": r.version,
+        "detail": f"listed={r.listed} loaded={r.loaded} replayed={len(r.updates)}"
+        + (f" error={r.load_error}" if r.load_error else ""),
+    }

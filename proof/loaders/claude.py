@@ -27,11 +27,15 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from proof import npm
+from proof import tools_dir as _tools
 from trajconv.codecs.claude import layout, native
-from trajconv.loaders import npm
 from trajconv.snapshot.models import Snapshot
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
 
 PACKAGE = "@anthropic-ai/claude-code"
 VERSION = "2.1.332"
@@ -98,7 +102,7 @@ def find(tools_dir: Path) -> Path | None:
 def install(tools_dir: Path, timeout: float = 600.0) -> Path:
     """Install PACKAGE@VERSION (and its platform binary package) into ``<tools_dir>/npm-claude``.
 
-    Idempotent; npm runs with a scratch HOME (see :mod:`trajconv.loaders.npm`).
+    Idempotent; npm runs with a scratch HOME (see :mod:`proof.npm`).
     """
     spec = f"{PACKAGE}@{VERSION}"
     return npm.install_pinned(find, tools_dir, NPM_DIR, spec, ClaudeLoaderError, timeout)
@@ -114,6 +118,10 @@ REPLY = "Continued by the scripted model."
 #: (``fixtures/claude/recorded-continuation``: two turns, thinking, a failed Read, a shell
 #: command exiting 2)
 CONTINUATION_CASE = ("recorded-continuation", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: its environment
+#: attachment is kept in artifacts, not records
+STILL_DIFFERENT: dict[str, int] = {"context-not-projected": 1}
 
 
 def install_fixture(case_dir: Path, home: Path) -> None:
@@ -313,4 +321,18 @@ def check(exe: Path, home_dir: Path, session_id: str, written: Snapshot) -> Json
         "requests": len(bodies),
         "items": len(seen),
         "expected": len(expected) + 1,
+    }
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    r = check(exe, export.out_dir / "home", export.session_id, written)
+    return {
+        "ok": r["ok"],
+        "version": VERSION,
+        "detail": f"resumed; request items={r['items']} expected={r['expected']}",
     }

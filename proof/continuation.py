@@ -3,7 +3,8 @@
 The promise of a conversion is not only that the target lists and loads the session: when the
 user continues it, the model's next request carries the earlier conversation as the source
 harness showed it. This module checks that, for any harness whose loader module
-``trajconv.loaders.<name>`` exposes the continuation contract (see ``TEAM.md`` / the README)::
+``proof/loaders/<name>.py`` exposes the continuation contract (``docs/adding-a-codec.md``,
+"The rig")::
 
     continue_session(exe, home, session_id, cwd, prompt, workdir) -> [request body, ...]
     request_items(body) -> [{"kind": ..., ...}, ...]
@@ -16,8 +17,12 @@ plus ``find(tools)``. Optional, backward compatible additions a loader module ma
   (only needed to record a baseline); with ``NEEDS_PROJECT_DIR``
   ``install_fixture(case_dir, home, project)`` installs it for the scratch folder ``project``;
 * ``CONTINUATION_CASE = (case, session id or None)``: the fixture session
-  (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source
-  (this module's ``CASES`` names those of grok, copilot and deepagents);
+  (``fixtures/<name>/<case>``) whose stored baseline makes the harness a continuation source;
+* ``STILL_DIFFERENT = {code: count}``: as a source, what its conversation still differs in
+  when continued in the targets that pin it (``PINS_DIFFERENCES``), each difference named by
+  the code (``tests/continuation/test_continuation.py`` holds the pairs to it);
+* ``CONTINUE_CPU_SECONDS``: CPU seconds one continued turn costs in this CLI (default 3), so
+  that the pair runs start the costliest targets first;
 * ``NEEDS_PROJECT_DIR``: ``True`` when the CLI only resumes a session from inside its existing
   project folder (then the pair check writes the session for a scratch folder, ``--cwd``);
 * ``REPLAYS_REASONING``: ``False`` when the CLI does not send reasoning of its own sessions back
@@ -51,7 +56,6 @@ model was not sent its reasoning again, the code names an assistant text the rea
 from __future__ import annotations
 
 import difflib
-import importlib
 import json
 import subprocess
 import sys
@@ -63,7 +67,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import tools_dir
+from proof import loader, tools_dir
 
 if TYPE_CHECKING:
     from fixtures.record.modelserver import ModelServer
@@ -76,17 +80,9 @@ Item = dict[str, Any]
 PROMPT = "trajconv continuation check: what did we do so far?"
 #: the scripted model's answer to it
 REPLY = "We went through the earlier steps."
-#: which fixture session of each harness is continued: ``fixtures/<harness>/<case>`` and the
-#: session id when the case holds several (Deep Agents: only ACP-created threads can be resumed
-#: headless, through ``dcode --acp``; ``-n`` threads lack the ``acp_session`` metadata)
-CASES: dict[str, tuple[str, str | None]] = {
-    "grok": ("recorded-multi-turn", None),
-    "copilot": ("recorded-tool-failures", None),
-    "deepagents": ("multi-thread", "923114f39b9644529e5503619d20a349"),
-}
 BASELINE_NAME = "continuation-baseline.json"
 BASELINE_FORMAT = "trajconv.continuation-baseline/1"
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 #: diagnostic codes (of the writer, or of the reader for what it did not project) that
 #: account for one difference of (baseline item kind, difference)
@@ -113,10 +109,9 @@ class ContinuationError(RuntimeError):
 
 
 def harness_module(name: str) -> ModuleType | None:
-    """``trajconv.loaders.<name>`` when it implements the continuation contract, else None."""
-    try:
-        mod = importlib.import_module(f"trajconv.loaders.{name}")
-    except ImportError:
+    """The loader module of harness ``name`` when it implements the continuation contract."""
+    mod = loader(name)
+    if mod is None:
         return None
     if all(callable(getattr(mod, f, None)) for f in ("continue_session", "request_items", "find")):
         return mod
@@ -131,7 +126,7 @@ def continuable(names: Sequence[str]) -> list[str]:
 def _module(name: str) -> ModuleType:
     mod = harness_module(name)
     if mod is None:
-        raise ContinuationError(f"trajconv.loaders.{name} has no continue_session/request_items")
+        raise ContinuationError(f"proof/loaders/{name}.py has no continue_session/request_items")
     return mod
 
 
@@ -336,7 +331,7 @@ def continue_export(
     mod = _module(target)
     exe = find_cli(target, tools)
     if exe is None:
-        raise ContinuationError(f"the {target} CLI is not installed (python -m trajconv.loaders)")
+        raise ContinuationError(f"the {target} CLI is not installed (python -m proof)")
     with tempfile.TemporaryDirectory(prefix=f"trajconv-continue-{target}-") as tmp:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         home.mkdir()
@@ -351,13 +346,11 @@ def continue_export(
 
 def case_of(harness: str) -> tuple[str, str | None]:
     """The continuation fixture of ``harness``: its loader module's ``CONTINUATION_CASE``
-    (``(case folder, session id or None)``), else this module's ``CASES``."""
+    (``(case folder, session id or None)``)."""
     own = getattr(_module(harness), "CONTINUATION_CASE", None)
-    if own is not None:
-        return (str(own[0]), None if own[1] is None else str(own[1]))
-    if harness not in CASES:
+    if own is None:
         raise ContinuationError(f"{harness} names no continuation fixture (CONTINUATION_CASE)")
-    return CASES[harness]
+    return (str(own[0]), None if own[1] is None else str(own[1]))
 
 
 def sources(names: Sequence[str]) -> list[str]:
@@ -415,7 +408,7 @@ def record_baseline(harness: str, tools: Path | None = None) -> Path:
         "cwd": cwd,
         "prompt": PROMPT,
         "cli": f"{mod.PACKAGE}@{mod.VERSION}",
-        "made_by": f"python -m trajconv.loaders.continuation baseline {harness}",
+        "made_by": f"python -m proof.continuation baseline {harness}",
         "request": _strip_request(bodies[-1]),
     }
     out = case_dir / BASELINE_NAME
@@ -725,7 +718,7 @@ def check_pair(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m trajconv.loaders.continuation baseline HARNESS`` or ``check SOURCE TARGET``."""
+    """``python -m proof.continuation baseline HARNESS`` or ``check SOURCE TARGET``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) == 2 and args[0] == "baseline":
         print(record_baseline(args[1]))

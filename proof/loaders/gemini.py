@@ -26,9 +26,14 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import npm
+from proof import npm
+from proof import tools_dir as _tools
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@google/gemini-cli"
 VERSION = "0.61.0"
@@ -37,7 +42,7 @@ VERSION = "0.61.0"
 NPM_DIR = "npm-gemini"
 
 INSTALL_HINT = (
-    "Gemini CLI not installed: run `python -m trajconv.loaders install gemini` "
+    "Gemini CLI not installed: run `python -m proof install gemini` "
     f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
 )
 
@@ -322,6 +327,10 @@ def seen_items(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 #: summaries, a failing ``read_file`` (``status: error``) beside a succeeding call, and a shell
 #: command that exits 2
 CONTINUATION_CASE = ("recorded-tool-failures", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: Gemini CLI sends its
+#: model a second copy of the results it replays
+STILL_DIFFERENT: dict[str, int] = {"repeated-result-replayed": 3}
 
 #: the CLI resumes a session only from inside its project folder (``--resume`` looks the id
 #: up among the sessions of the current directory's project)
@@ -393,3 +402,19 @@ def check(exe: Path, home_dir: Path, session_id: str, prompt: str = "Continue.")
         listing=listing,
         requests=requests,
     )
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    prompt = "Continue."
+    r = check(exe, export.out_dir / "home", export.session_id, prompt)
+    same = seen_items(r.items) == expected_items(written.records, prompt)
+    return {
+        "ok": r.listed and len(r.requests) == 1 and same,
+        "version": r.version,
+        "detail": f"listed={r.listed} requests={len(r.requests)} history_matches={same}",
+    }

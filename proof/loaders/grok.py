@@ -1,6 +1,6 @@
 """Grok Build's real CLI as a native loader: install it pinned, list and replay a session.
 
-Facts used here are from ``trajconv/loaders/grok.py`` (observed on grok 1.0.41):
+Facts used here are from ``proof/loaders/grok.py`` (observed on grok 1.0.41):
 
 * the npm postinstall writes into ``$GROK_HOME`` (default ``~/.grok``), so the install runs with
   a scratch ``HOME`` and ``GROK_HOME``;
@@ -17,7 +17,6 @@ Facts used here are from ``trajconv/loaders/grok.py`` (observed on grok 1.0.41):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import queue
@@ -29,10 +28,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from proof import npm
+from proof import tools_dir as _tools
+from proof.trees import hash_tree
 from trajconv.codecs.grok import layout
-from trajconv.loaders import npm
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@xai-official/grok"
 VERSION = "1.0.41"
@@ -324,14 +329,6 @@ class _StdioRpc:
 # --------------------------------------------------------------------------- check
 
 
-def _hash_tree(root: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
-
-
 def _locate_session(sessions: Path, session_id: str, cwd: str) -> Path | None:
     first = sessions / layout.encode_cwd(cwd) / session_id
     if (first / "summary.json").is_file():
@@ -384,7 +381,7 @@ def check(
             offline_config(_model_id(session_dir) if session_dir else "grok-build"),
             encoding="utf-8",
         )
-        before = _hash_tree(session_dir) if session_dir else {}
+        before = hash_tree(session_dir)
         rpc = _StdioRpc([str(grok_bin), "agent", "stdio"], spawn_dir, scratch_env(home))
         try:
             init, _ = rpc.call(
@@ -409,7 +406,7 @@ def check(
         finally:
             rpc.close()
         stderr_tail = rpc.final_stderr
-        after = _hash_tree(session_dir) if session_dir else {}
+        after = hash_tree(session_dir)
     replay = [
         n
         for n in notes
@@ -442,6 +439,14 @@ def check(
 
 #: Grok 1.0.41 sends the reasoning of its own sessions back (``reasoning_content`` on the
 #: assistant messages of a resumed chat; reasoning items over the Responses API)
+#: the continuation fixture (``fixtures/grok/<case>``) and its session (one per case)
+CONTINUATION_CASE = ("recorded-multi-turn", None)
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: Grok's injected
+#: context entries are kept in artifacts, not records
+STILL_DIFFERENT: dict[str, int] = {"context-not-projected": 2}
+#: the pair test holds every source's STILL_DIFFERENT into this target
+PINS_DIFFERENCES = True
 REPLAYS_REASONING = True
 
 
@@ -461,7 +466,7 @@ def continue_session(
     Grok's title / turn-summary requests are answered by the recorder's side rules and left out.
     """
     from fixtures.record.grok import _side_rules
-    from trajconv.loaders.continuation import main_bodies, scripted_server
+    from proof.continuation import main_bodies, scripted_server
 
     grok_home = home / ".grok"
     session_dir = _locate_session(grok_home / "sessions", session_id, cwd)
@@ -513,6 +518,27 @@ def unwrap_user(text: str) -> tuple[str, str | None]:
 
 def request_items(body: JsonObj) -> list[JsonObj]:
     """What the model saw in one Grok request (Chat Completions or Responses)."""
-    from trajconv.loaders.continuation import openai_items
+    from proof.continuation import openai_items
 
     return openai_items(body)
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    exe = find(_tools())
+    if exe is None:
+        return None
+    r = check(exe, export.out_dir / "home", export.session_id, written.session.cwd or "")
+    texts = sum(r_.kind in ("user", "assistant", "reasoning") for r_ in written.records)
+    replayed_texts = sum(
+        n["params"]["update"]["sessionUpdate"]
+        in ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
+        for n in r.replay
+    )
+    ok = r.listed and r.load_ok and replayed_texts >= texts
+    return {
+        "ok": ok,
+        "version": r.grok_version,
+        "detail": f"listed={r.listed} load_ok={r.load_ok} replayed={len(r.replay)}",
+    }

@@ -1,6 +1,6 @@
 // trajconv: read one Cursor AgentKv store back with Cursor's own local-store code.
 //
-// Driven by trajconv/loaders/cursor.py. Input: one JSON object on argv[2]:
+// Driven by proof/loaders/cursor.py. Input: one JSON object on argv[2]:
 //   {sdkDir, stateRoot, agentId, rootBlobId, cwd}
 // where <stateRoot>/agents/agent-<sha256(agentId)>/store.db is already a *copy*
 // of the store (the SDK rewrites meta["0"] on open). Output: one JSON object on

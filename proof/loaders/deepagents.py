@@ -15,7 +15,7 @@ offline and with zero inference:
    must then count every earlier message plus the new turn.
 
 Format and CLI facts: ``codecs/deepagents/README.md`` §2, §6, §8, §10 and
-``trajconv/loaders/`` §1 (env vars, ``class_path`` config, ACP
+``proof/`` §1 (env vars, ``class_path`` config, ACP
 over stdio). The graph runs in a LangGraph server subprocess that does not see
 ``PYTHONPATH``, so the fake model module is copied into the venv's
 site-packages as ``trajconv_deepagents_fake``.
@@ -35,9 +35,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import installed_version
+from proof import installed_version
+from proof import tools_dir as _tools
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "deepagents-code"
 VERSION = "0.1.57"
@@ -61,7 +66,7 @@ FAKE_PROVIDER = "trajconv"
 FAKE_MODEL_SPEC = f"{FAKE_PROVIDER}:offline"
 INSTALL_HINT = (
     "the Deep Agents loader is not installed; run "
-    "`python -m trajconv.loaders install deepagents` "
+    "`python -m proof install deepagents` "
     f"(creates .tools/{VENV_NAME} with {PACKAGE}=={VERSION})"
 )
 #: Environment that keeps dcode offline and quiet (native-loaders.md §1).
@@ -72,7 +77,7 @@ OFFLINE_ENV: dict[str, str] = {
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
 }
-_FAKE_SOURCE = Path(__file__).with_name("deepagents_fake.py")
+_FAKE_SOURCE = Path(__file__).resolve().parents[1] / "deepagents_fake.py"
 
 
 class LoaderError(RuntimeError):
@@ -470,6 +475,16 @@ CONTINUE_MODEL = "scripted"
 #: a thread whose messages carry Responses-API content blocks is continued over the Responses
 #: API, and its ``reasoning`` blocks go back to the model as reasoning items (observed with the
 #: continuation check; over Chat Completions ``ChatOpenAI`` would drop ``reasoning_content``)
+#: the continuation fixture and the thread continued: only ACP-created threads can be
+#: resumed headless, through ``dcode --acp`` (``-n`` threads lack the ``acp_session`` metadata)
+CONTINUATION_CASE = ("multi-thread", "923114f39b9644529e5503619d20a349")
+#: as a continuation source, what the conversation still differs in, in the targets that pin
+#: it (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing
+STILL_DIFFERENT: dict[str, int] = {}
+#: the pair test holds every source's STILL_DIFFERENT into this target
+PINS_DIFFERENCES = True
+#: CPU seconds one continued turn costs (measured, /usr/bin/time): Python start-up
+CONTINUE_CPU_SECONDS = 25
 REPLAYS_REASONING = True
 
 
@@ -482,7 +497,7 @@ def install_fixture(case_dir: Path, home: Path) -> None:
 
 def install_export(export_dir: Path, home: Path) -> None:
     """Run the export's ``prepare.py`` with the loader venv's python (it needs langgraph)."""
-    from trajconv.loaders import tools_dir
+    from proof import tools_dir
 
     python = find(tools_dir())
     if python is None:
@@ -522,7 +537,7 @@ def continue_session(
     ``openai:scripted`` (``langchain_openai`` Chat Completions) pointed at a loopback
     ModelServer whose log is in ``workdir``, with a dummy key.
     """
-    from trajconv.loaders.continuation import main_bodies, scripted_server
+    from proof.continuation import main_bodies, scripted_server
 
     _sync_fake_module(exe)
     with scripted_server(workdir, model=CONTINUE_MODEL) as srv:
@@ -547,6 +562,15 @@ def continue_session(
 
 def request_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     """What the model saw in one dcode request (``ChatOpenAI``: Chat Completions/Responses)."""
-    from trajconv.loaders.continuation import openai_items
+    from proof.continuation import openai_items
 
     return openai_items(body)
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the CLI is not installed here, else ``{"ok", "version", "detail"}``."""
+    if find(_tools()) is None:
+        return None
+    r = check(export.out_dir, _tools())
+    return {"ok": r.ok, "version": VERSION, "detail": str(r.outcomes)}

@@ -23,9 +23,17 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from trajconv.loaders import installed_version
+from proof import installed_version
+from proof import tools_dir as _tools
 
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
+
+HARNESS = "atif"
+"""The codec this loader proves (no harness resumes ATIF: its validator is the check)."""
 PACKAGE = "harbor"
 VERSION = "0.26.0"
 VENV_NAME = "harbor-venv"
@@ -123,7 +131,7 @@ _VALIDATE = """
 import json, sys
 from pathlib import Path
 
-from trajconv.loaders import installed_version
+from proof import installed_version
 from harbor.utils.trajectory_validator import TrajectoryValidator
 for name in sys.argv[1:]:
     v = TrajectoryValidator()
@@ -154,3 +162,18 @@ def validate(python: Path, trajectories: list[Path]) -> list[Verdict]:
         found = json.loads(line)
         verdicts.append(Verdict(found["ok"], "\n".join(found["errors"])))
     return verdicts
+
+
+def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``):
+    ``None`` when the validator is not installed here, else ``{"ok", "version",
+    "detail"}``. No harness resumes ATIF: the check is the reference validator's verdict."""
+    python = find(_tools())
+    if python is None:
+        return None
+    (found,) = validate(python, [export.out_dir / "trajectory.json"])
+    return {
+        "ok": found.ok,
+        "version": VERSION,
+        "detail": "Harbor's trajectory validator: " + ("valid" if found.ok else found.errors),
+    }

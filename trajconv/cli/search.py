@@ -1,0 +1,190 @@
+"""``trajconv search``: every record of every session, through the index in
+:mod:`trajconv.search`. Exit codes as grep's: 0 hits, 1 none (nothing on stdout), 2 usage."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from trajconv.errors import UsageError
+
+
+def _open_argv(hit: Any) -> list[str]:
+    """The command that shows the session a hit is in."""
+    if hit.store is not None:
+        return ["trajconv", "show", hit.store, "--session", hit.session_id]
+    return ["trajconv", "show", "--from", hit.harness, hit.path, "--session", hit.session_id]
+
+
+def _marked(snippet: str, marks: Any, color: bool) -> str:
+    from trajconv.views.model import inert
+
+    out: list[str] = []
+    at = 0
+    for start, end in marks:
+        out.append(inert(snippet[at:start]))
+        found = inert(snippet[start:end])
+        out.append(click.style(found, bold=True, fg="red") if color else found)
+        at = end
+    out.append(inert(snippet[at:]))
+    return "".join(out)
+
+
+def run_search(
+    query: str,
+    *,
+    harnesses: tuple[str, ...] = (),
+    homes: tuple[Path, ...] = (),
+    stores: tuple[str, ...] = (),
+    cwd: str | None = None,
+    since: str | None = None,
+    kinds: tuple[str, ...] = (),
+    limit: int | None = 20,
+    syntax: bool = False,
+    index: Path | None = None,
+) -> tuple[list[Any], Any]:
+    """Bring the index up to date for the places searched, then ask it."""
+    from trajconv import find
+    from trajconv import search as engine
+    from trajconv.codecs.base import Limits
+
+    since_at = find.parse_since(since) if since is not None else None
+    docs: list[engine.Doc] = []
+    places: list[str] = []
+    with contextlib.ExitStack() as stack:
+        if homes or not stores:
+            for home in homes or (None,):
+                if home is not None and not home.is_dir():
+                    raise UsageError(f"--home {home}: no such folder")
+                found, where, _coverage = engine.home_docs(
+                    harnesses or None, home, limits=Limits.from_env()
+                )
+                docs.extend(found)
+                places.extend(where)
+        for location in stores:
+            stored, at, store = engine.store_docs(location)
+            stack.callback(store.close)
+            docs.extend(stored)
+            places.append(at)
+        with engine.Index.open(index) as idx:
+            refreshed, scope = idx.refresh(docs, places)
+            hits = idx.query(
+                query,
+                scope,
+                kinds=kinds,
+                since=since_at,
+                cwd=cwd,
+                limit=limit,
+                syntax=syntax,
+            )
+    return hits, refreshed
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--harness", multiple=True, help="only this harness (repeat for several)")
+@click.option(
+    "--home",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="search this home (a user home or a harness folder) instead of the default ones; "
+    "repeat for several",
+)
+@click.option(
+    "--store", multiple=True, help="search this archive store (a folder or URL); repeat for several"
+)
+@click.option("--cwd", default=None, help="only sessions whose working directory is this one")
+@click.option(
+    "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
+)
+@click.option(
+    "--kind",
+    multiple=True,
+    type=click.Choice(
+        ["user", "assistant", "tool-call", "tool-result", "reasoning", "system", "observation"]
+    ),
+    help="only records of this kind (repeat for several)",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--syntax",
+    is_flag=True,
+    help="pass QUERY to the search engine (SQLite FTS5) as its own query syntax",
+)
+@click.option("--json", "as_json", is_flag=True, help="the hits as a JSON list")
+def search(
+    query: tuple[str, ...],
+    harness: tuple[str, ...],
+    home: tuple[Path, ...],
+    store: tuple[str, ...],
+    cwd: str | None,
+    since: str | None,
+    kind: tuple[str, ...],
+    limit: int,
+    syntax: bool,
+    as_json: bool,
+) -> None:
+    """Search every record of every session (user and assistant text, reasoning, tool calls
+    and their output) of the native homes, or of --home and --store.
+
+    QUERY is text, not syntax: every word must occur (case-insensitively, also inside a
+    longer word: `upload` finds `test_upload.py`); quotes, `*`, `AND`, `-` are searched as
+    typed. The index (in the user's cache folder, or TRAJCONV_SEARCH_INDEX) is brought up
+    to date on each search: only sessions whose files changed are read again.
+
+    \b
+    Exit codes: 0 hits, 1 no hit (nothing on stdout), 2 usage error.
+    """
+    from trajconv.errors import EXIT_USAGE
+
+    text = " ".join(query)
+    try:
+        hits, refreshed = run_search(
+            text,
+            harnesses=harness,
+            homes=home,
+            stores=store,
+            cwd=cwd,
+            since=since,
+            kinds=kind,
+            limit=limit,
+            syntax=syntax,
+        )
+    except UsageError as exc:
+        click.echo(f"trajconv search: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    for who, reason in refreshed.skipped:
+        click.echo(f"# skipped {who}: {reason}", err=True)
+    if refreshed.rebuilt:
+        click.echo("# the search index was damaged and has been rebuilt", err=True)
+    if refreshed.indexed:
+        click.echo(
+            f"# indexed {refreshed.indexed} sessions ({refreshed.records} records), "
+            f"{refreshed.unchanged} unchanged",
+            err=True,
+        )
+    if as_json:
+        if hits:
+            import json
+
+            rows = [dict(h.to_json(), open=_open_argv(h)) for h in hits]
+            click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        sys.exit(0 if hits else 1)
+    from trajconv.views.model import inert
+
+    color = sys.stdout.isatty()
+    for h in hits:
+        where = f" (sub-agent {h.child})" if h.child else ""
+        head = inert(
+            f"{h.harness} {h.session_id}{where} {h.time or '-'} {h.kind}#{h.seq} "
+            f"{h.title or 'untitled'}"
+        )
+        click.echo(click.style(head, bold=True) if color else head)
+        click.echo("    " + _marked(h.snippet, h.marks, color))
+        click.echo("    " + inert(shlex.join(_open_argv(h))))
+    sys.exit(0 if hits else 1)
