@@ -14,12 +14,15 @@ Facts used (``trajconv/codecs/kilo/README.md``, checked with 7.7.7 here):
 * ``kilo run --format json --session ID PROMPT`` continues a session; the model is an
   ``@ai-sdk/openai-compatible`` provider (bundled) whose ``baseURL`` is the loopback
   :class:`~fixtures.record.modelserver.ModelServer`, given through ``KILO_CONFIG_CONTENT``;
-  ``--auto`` approves the tools a recording calls (Kilo asks before ``bash`` otherwise);
+  ``--auto`` ("auto-approve permissions that are not explicitly denied", its help) lets a
+  headless run call the tools a scenario asks for;
 * its glob/grep tools run ``rg``: the Debian package ``ripgrep`` must be on PATH
-  (:data:`SYSTEM_DEPENDENCIES`; CI installs it with ``apt-get install -y ripgrep`` before
-  ``python -m proof install``, and :func:`install` refuses without it);
-* a start takes seconds (about 5 s for ``--version`` here, tens of seconds for a run on two
-  busy cores): tests share one install and keep the number of runs small.
+  (:data:`SYSTEM_DEPENDENCIES`): :func:`install`, which ``python -m proof install`` (CI's
+  install step) runs, installs it with ``apt-get install -y ripgrep`` as root, as the
+  Chromium loader installs its browser, and refuses with that hint otherwise;
+* a start is slow: ``kilo --version`` takes about 5 s here, one ``kilo run`` turn about
+  11 s on an idle machine and minutes when the two cores are busy; tests share one install
+  and keep the number of runs small.
 
 This module never prints and never exits; failures are :class:`KiloLoaderError`.
 """
@@ -27,17 +30,14 @@ This module never prints and never exits; failures are :class:`KiloLoaderError`.
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import sqlite3
 import subprocess
-import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proof import npm
+from proof import lineage, npm
 from proof import tools_dir as _tools
 
 if TYPE_CHECKING:
@@ -52,10 +52,10 @@ PLATFORM_PACKAGE = "@kilocode/cli-linux-x64"
 #: programs the CLI needs on PATH besides itself: Debian package -> program
 SYSTEM_DEPENDENCIES = {"ripgrep": "rg"}
 
-PROVIDER = "trajconv"
-MODEL = "scripted"
-OFFLINE_BASE_URL = "http://127.0.0.1:9/v1"
-RUN_TIMEOUT = 600.0
+PROVIDER = lineage.PROVIDER
+MODEL = lineage.MODEL
+OFFLINE_BASE_URL = lineage.OFFLINE_BASE_URL
+RUN_TIMEOUT = lineage.RUN_TIMEOUT
 
 JsonObj = dict[str, Any]
 
@@ -95,21 +95,40 @@ def find(tools_dir: Path) -> Path | None:
 
 
 def missing_programs() -> list[str]:
-    """Debian packages whose program is not on PATH (``apt-get install -y`` them)."""
+    """Debian packages whose program is not on PATH."""
     return [pkg for pkg, prog in SYSTEM_DEPENDENCIES.items() if shutil.which(prog) is None]
 
 
-def install(tools_dir: Path, timeout: float = 900.0) -> Path:
-    """Install PACKAGE@VERSION (with its platform package) into ``<tools_dir>/npm-kilo``
-    (idempotent); return the CLI. Refuses when ``rg`` is not on PATH: the CLI's glob tool
-    fails without it (``apt-get install -y ripgrep``)."""
+def ensure_programs() -> None:
+    """Install the missing :data:`SYSTEM_DEPENDENCIES` with ``apt-get install -y`` (as root,
+    as ``proof/loaders/chromium.py`` installs Chromium), else say how."""
     missing = missing_programs()
-    if missing:
-        raise KiloLoaderError(
-            f"Kilo needs {', '.join(missing)} on PATH: apt-get install -y {' '.join(missing)}"
+    if not missing:
+        return
+    hint = f"Kilo needs {', '.join(missing)} on PATH: apt-get install -y {' '.join(missing)}"
+    apt = shutil.which("apt-get")
+    if apt is None or os.geteuid() != 0:
+        raise KiloLoaderError(f"{hint} (as root)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in ([apt, "update", "-q"], [apt, "install", "-y", "-q", *missing]):
+        done = subprocess.run(
+            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
         )
-    specs = f"{PACKAGE}@{VERSION}"
-    return npm.install_pinned(find, tools_dir, NPM_DIR, specs, KiloLoaderError, timeout)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise KiloLoaderError(f"{' '.join(argv)} failed: {' / '.join(tail)}; {hint}")
+    if missing_programs():
+        raise KiloLoaderError(f"apt-get installed {' '.join(missing)}, but: {hint}")
+
+
+def install(tools_dir: Path, timeout: float = 900.0) -> Path:
+    """Install PACKAGE@VERSION (npm picks its platform package) into ``<tools_dir>/npm-kilo``
+    (idempotent) and make sure ``rg`` is on PATH (:func:`ensure_programs`: the CLI's glob
+    tool runs it; CI's ``python -m proof install`` installs Debian's ``ripgrep`` this way);
+    return the CLI."""
+    ensure_programs()
+    spec = f"{PACKAGE}@{VERSION}"
+    return npm.install_pinned(find, tools_dir, NPM_DIR, spec, KiloLoaderError, timeout)
 
 
 # --------------------------------------------------------------------------- environment
@@ -136,11 +155,6 @@ _QUIET = {
 }
 
 
-def data_dir(home: Path) -> Path:
-    """``$XDG_DATA_HOME/kilo`` of a scratch home (where ``kilo.db`` lives)."""
-    return home / ".local" / "share" / "kilo"
-
-
 def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
     """A Kilo config whose only model is the loopback server."""
     return {
@@ -150,14 +164,7 @@ def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
         "model": f"{PROVIDER}/{MODEL}",
         "small_model": f"{PROVIDER}/{MODEL}",
         "experimental": {"openTelemetry": False},
-        "provider": {
-            PROVIDER: {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "trajconv loopback",
-                "options": {"baseURL": base_url, "apiKey": "dummy-not-a-key"},
-                "models": {MODEL: {"name": "Scripted model"}},
-            }
-        },
+        "provider": lineage.provider_config(base_url),
     }
 
 
@@ -167,37 +174,11 @@ def scratch_env(home: Path, base_url: str = OFFLINE_BASE_URL) -> dict[str, str]:
     return npm.scratch_env(home, own)
 
 
-def run(
-    exe: Path,
-    home: Path,
-    args: Sequence[str],
-    cwd: Path,
-    *,
-    base_url: str = OFFLINE_BASE_URL,
-    extra_env: Mapping[str, str] | None = None,
-    timeout: float = RUN_TIMEOUT,
-) -> subprocess.CompletedProcess[str]:
-    """``kilo ARGS`` in ``cwd`` with the scratch ``home``; raises when it exits non-zero."""
-    env = scratch_env(home, base_url)
-    if extra_env:
-        env.update(extra_env)
-    try:
-        # stdout to a file, not a pipe (a Bun binary can exit before a pipe took all output)
-        with tempfile.TemporaryFile() as out:
-            proc = subprocess.run(
-                [str(exe), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.PIPE, text=True, timeout=timeout, check=False,
-            )  # fmt: skip
-            out.seek(0)
-            proc.stdout = out.read().decode("utf-8", "replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise KiloLoaderError(f"cannot run kilo {args[0]}: {exc}") from exc
-    if proc.returncode != 0:
-        raise KiloLoaderError(
-            f"kilo {' '.join(args[:2])} exited {proc.returncode}: "
-            f"{(proc.stderr or proc.stdout).strip()[-2000:]}"
-        )
-    return proc
+#: the commands Kilo shares with OpenCode (``proof/lineage.py``); ``--auto`` ("auto-approve
+#: permissions that are not explicitly denied", its help) lets a headless run call the tools
+CLI = lineage.LineageCLI("kilo", KiloLoaderError, scratch_env, "kilo", "kilo.db", ("--auto",))
+run = CLI.run
+data_dir = CLI.data_dir
 
 
 def version(exe: Path) -> str:
@@ -206,94 +187,11 @@ def version(exe: Path) -> str:
 
 # --------------------------------------------------------------------------- list/import/export
 
-
-def session_list(exe: Path, home: Path, cwd: Path) -> list[JsonObj]:
-    """``kilo session list --format json`` (root sessions of ``cwd``'s project)."""
-    out = run(exe, home, ["session", "list", "--format", "json"], cwd).stdout.strip()
-    if not out:
-        return []
-    value = json.loads(out)
-    if not isinstance(value, list):
-        raise KiloLoaderError(f"session list printed {type(value).__name__}, not a list")
-    return [v for v in value if isinstance(v, dict)]
-
-
-def import_file(exe: Path, home: Path, document: Path, cwd: Path) -> str:
-    """``kilo import DOCUMENT`` in ``cwd``; the imported session id it printed."""
-    out = run(exe, home, ["import", str(document.absolute())], cwd).stdout
-    for line in out.splitlines():
-        if line.startswith("Imported session: "):
-            return line.split(": ", 1)[1].strip()
-    raise KiloLoaderError(f"kilo import printed no session id: {out[-500:]}")
-
-
-def export_session(exe: Path, home: Path, session_id: str, cwd: Path) -> JsonObj:
-    """``kilo export ID``: the ``{"info", "messages"}`` document."""
-    out = run(exe, home, ["export", session_id], cwd).stdout
-    start = out.find("{")
-    value = json.loads(out[start:]) if start >= 0 else None
-    if not isinstance(value, dict):
-        raise KiloLoaderError("kilo export printed no JSON object")
-    return value
-
-
-# --------------------------------------------------------------------------- runs
-
-
-@dataclass(frozen=True)
-class RunResult:
-    events: list[JsonObj]
-    """``kilo run --format json`` events, one per line."""
-    requests: list[JsonObj]
-    """JSON bodies of the main-conversation model requests, in order."""
-
-
-def _main_requests(log: Path) -> list[JsonObj]:
-    """Request bodies of the agent loop: side requests (titles) carry no ``tools``."""
-    bodies: list[JsonObj] = []
-    if not log.is_file():
-        return bodies
-    for line in log.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        body = entry.get("body")
-        if isinstance(body, dict) and body.get("tools") and entry.get("method") == "POST":
-            bodies.append(body)
-    return bodies
-
-
-def run_turn(
-    exe: Path,
-    home: Path,
-    prompt: str,
-    cwd: Path,
-    workdir: Path,
-    steps: list[JsonObj],
-    *,
-    session_id: str | None = None,
-    title: str | None = None,
-    side: list[JsonObj] | None = None,
-    timeout: float = RUN_TIMEOUT,
-) -> RunResult:
-    """One ``kilo run`` turn against a scripted loopback model server."""
-    from fixtures.record.modelserver import ModelServer
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "requests.jsonl"
-    args = ["run", "--format", "json", "--auto", "-m", f"{PROVIDER}/{MODEL}"]
-    if session_id is not None:
-        args += ["--session", session_id]
-    if title is not None:
-        args += ["--title", title]
-    with ModelServer(steps, log, model=MODEL, side=side) as srv:
-        proc = run(exe, home, [*args, prompt], cwd, base_url=srv.base_url, timeout=timeout)
-    events = []
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            events.append(json.loads(line))
-    errors = [e for e in events if e.get("type") == "error"]
-    if errors:
-        raise KiloLoaderError(f"kilo run reported an error: {errors[0]}")
-    return RunResult(events=events, requests=_main_requests(log))
+session_list = CLI.session_list
+import_file = CLI.import_file
+export_session = CLI.export_session
+RunResult = lineage.RunResult
+run_turn = CLI.run_turn
 
 
 # --------------------------------------------------------------------------- continuation
@@ -330,32 +228,13 @@ NEEDS_PROJECT_DIR = True
 REPLAYS_REASONING = True
 
 
-def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> None:
-    """Copy a recorded fixture's ``kilo.db`` into ``home``'s data folder; with ``project``,
-    its sessions are filed under that (scratch) project folder instead of the recorded one."""
-    db = data_dir(home) / "kilo.db"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(case_dir / "kilo.db", db)
-    if project is not None:
-        con = sqlite3.connect(db)
-        try:
-            with con:
-                con.execute("update session set directory = ?", (str(project),))
-        finally:
-            con.close()
+#: the fixture's ``kilo.db`` into a scratch home (for ``project``, when given)
+install_fixture = CLI.install_fixture
 
 
 def install_export(export_dir: Path, home: Path) -> None:
     """Run the export's ``prepare.py`` into ``home`` with the pinned CLI (``--kilo``)."""
-    exe = find(_tools())
-    if exe is None:
-        raise KiloLoaderError(INSTALL_HINT)
-    done = subprocess.run(
-        [sys.executable, str(export_dir / "prepare.py"), "--home", str(home), "--kilo", str(exe)],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=scratch_env(home), check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise KiloLoaderError(f"prepare.py exited {done.returncode}: {done.stderr[-2000:]}")
+    CLI.install_export(find(_tools()), INSTALL_HINT, export_dir, home)
 
 
 #: what Kilo adds to every user message it sends (7.7.7: a second text part, computed for
@@ -400,12 +279,7 @@ def verify_export(export: Export, written: Snapshot) -> dict[str, Any] | None:
         home, cwd = Path(scratch) / "home", Path(scratch) / "project"
         home.mkdir()
         cwd.mkdir()
-        done = subprocess.run(
-            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home),
-             "--cwd", str(cwd), "--kilo", str(exe)],
-            capture_output=True, text=True, timeout=RUN_TIMEOUT, env=scratch_env(home),
-            check=False,
-        )  # fmt: skip
+        done = CLI.prepare(exe, export.out_dir, home, cwd)
         imported = done.returncode == 0
         listed = imported and any(
             s.get("id") == export.session_id for s in session_list(exe, home, cwd)

@@ -14,8 +14,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
-from trajconv.codecs.opencode_lineage import Flavour
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.opencode_lineage import Flavour, project
 from trajconv.codecs.opencode_lineage import store as native
 from trajconv.codecs.opencode_lineage.project import Located
 from trajconv.errors import FormatError
@@ -58,30 +58,18 @@ def data_folder(path: Path) -> Path | None:
 
 def resolve(path: Path, session: str | None) -> Located:
     """A session from a database or export file, or a data folder / home plus ``--session``."""
-    if session is not None:
-        safe_component(session, "session id", path)
-    if path.is_file():
-        if native.is_sqlite(path):
-            return Located("db", path, session)
-        if path.suffix == ".json":
-            return Located("export", path, session)
-        raise FormatError(path, "not a Kilo database (no SQLite header) or export document")
-    if (path / DOCUMENT).is_file():  # a trajconv export folder (the writer's readout)
-        return Located("export", path / DOCUMENT, session)
+    found = project.locate_file(path, session, FLAVOUR)
+    if found is not None:
+        return found
     data = data_folder(path)
     if data is None:
         raise FormatError(path, f"not a Kilo data folder or home (no {DB})")
     if session is None:
-        raise FormatError(
-            path, "this is a Kilo data folder with many sessions; pick one with --session ID"
-        )
-    try:
-        found = native.db_has_session(data / DB, session, FLAVOUR.label)
-    except (sqlite3.Error, UnicodeDecodeError) as exc:
-        raise FormatError(data / DB, f"cannot read the database: {exc}") from None
-    if not found:
+        raise project.many_sessions(path, FLAVOUR)
+    found = project.in_database(data, session, FLAVOUR)
+    if found is None:
         raise FormatError(path, f"no session {session!r} in {data}")
-    return Located("db", data / DB, session)
+    return found
 
 
 def _has_own_tables(path: Path) -> bool:

@@ -13,10 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trajconv.codecs.base import safe_component
-from trajconv.codecs.opencode_lineage import Flavour
+from trajconv.codecs.opencode_lineage import Flavour, project
 from trajconv.codecs.opencode_lineage.project import Located
-from trajconv.codecs.opencode_lineage.store import STORAGE, is_sqlite, json_session_file
+from trajconv.codecs.opencode_lineage.store import STORAGE, json_session_file
 from trajconv.errors import FormatError
 
 DB = "opencode.db"
@@ -54,37 +53,20 @@ def data_folder(path: Path) -> Path | None:
 
 def resolve(path: Path, session: str | None) -> Located:
     """A session from a database or export file, or a data folder / home plus ``--session``."""
-    if session is not None:
-        safe_component(session, "session id", path)
-    if path.is_file():
-        if is_sqlite(path):
-            return Located("db", path, session)
-        if path.suffix == ".json":
-            return Located("export", path, session)
-        raise FormatError(path, "not an OpenCode database (no SQLite header) or export document")
-    if (path / DOCUMENT).is_file():  # a trajconv export folder (the writer's readout)
-        return Located("export", path / DOCUMENT, session)
+    found = project.locate_file(path, session, FLAVOUR)
+    if found is not None:
+        return found
     data = data_folder(path)
     if data is None:
         raise FormatError(
             path, f"not an OpenCode data folder or home (no {DB}, no {STORAGE}/session/)"
         )
-    storage = data / STORAGE
     if session is None:
-        raise FormatError(
-            path, "this is an OpenCode data folder with many sessions; pick one with --session ID"
-        )
-    if (data / DB).is_file():
-        import sqlite3
-
-        from trajconv.codecs.opencode_lineage import store as native
-
-        try:
-            found = native.db_has_session(data / DB, session)
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise FormatError(data / DB, f"cannot read the database: {exc}") from None
-        if found:
-            return Located("db", data / DB, session)
+        raise project.many_sessions(path, FLAVOUR)
+    found = project.in_database(data, session, FLAVOUR)
+    if found is not None:
+        return found
+    storage = data / STORAGE
     if storage.is_dir() and json_session_file(storage, session) is not None:
         return Located("json", storage, session)
     raise FormatError(path, f"no session {session!r} in {data}")

@@ -147,12 +147,6 @@ def comparable(doc: dict[str, Any]) -> list[Any]:
     return [[m["info"], m.get("parts") or []] for m in doc.get("messages") or []]
 
 
-def exported(out: str) -> str:
-    """The JSON document of ``<cli> export``'s output (Kilo may print log lines before it)."""
-    start = out.find("{")
-    return out[start:] if start >= 0 else out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=None, help="home to install into")
@@ -186,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         out = cli(exe, ["import", str(HERE / DOCUMENT)], cwd, env)
         if f"Imported session: {sid}" not in out:
             raise RuntimeError(f"{CLI} import said: {out.strip()[-300:]}")
-        back = json.loads(exported(cli(exe, ["export", sid], cwd, env)))
+        back = json.loads(cli(exe, ["export", sid], cwd, env))
         if comparable(back) != comparable(doc):
             raise RuntimeError(f"{CLI} export does not give back the messages written")
     except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:

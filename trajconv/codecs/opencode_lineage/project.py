@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import orjson
 
-from trajconv.codecs.base import Limits
+from trajconv.codecs.base import Limits, safe_component
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.opencode_lineage import Flavour
 from trajconv.codecs.opencode_lineage import store as native
@@ -292,6 +292,44 @@ def _project(b: SnapshotBuilder, store: native.Store, p: _Projector) -> None:
         for part in store.orphans():
             p.rows.add("part", part)
             b.diagnostics.add("orphan-part", part.place)
+
+
+def locate_file(path: Path, session: str | None, flavour: Flavour) -> Located | None:
+    """A database or export document ``path`` names (a file, or a trajconv export folder
+    holding the flavour's document), or None when ``path`` is a folder without one."""
+    if session is not None:
+        safe_component(session, "session id", path)
+    if path.is_file():
+        if native.is_sqlite(path):
+            return Located("db", path, session)
+        if path.suffix == ".json":
+            return Located("export", path, session)
+        a = native.article(flavour.label)
+        raise FormatError(path, f"not {a} {flavour.label} database (no SQLite header) or "
+                          "export document")  # fmt: skip
+    if (path / flavour.document).is_file():  # a trajconv export folder (the writer's readout)
+        return Located("export", path / flavour.document, session)
+    return None
+
+
+def in_database(data: Path, session: str, flavour: Flavour) -> Located | None:
+    """Session ``session`` in the data folder's database, or None when it is not there."""
+    db = data / flavour.db
+    if not db.is_file():
+        return None
+    try:
+        found = native.db_has_session(db, session, flavour.label)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:
+        raise FormatError(db, f"cannot read the database: {exc}") from None
+    return Located("db", db, session) if found else None
+
+
+def many_sessions(path: Path, flavour: Flavour) -> FormatError:
+    a = native.article(flavour.label)
+    return FormatError(
+        path, f"this is {a} {flavour.label} data folder with many sessions; pick one with "
+        "--session ID",
+    )  # fmt: skip
 
 
 @contextlib.contextmanager
