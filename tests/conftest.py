@@ -60,17 +60,44 @@ def _needs_a_loader(func: Callable[..., Any]) -> bool:
     return found
 
 
+def parallel_clis() -> int:
+    """How many real CLIs one test process runs at once (the continuation pairs' thread
+    pool): two per core it has to itself, the cores shared among the xdist workers
+    (``pytest -n``), so that the pool and xdist do not both fill the same cores."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, 2 * (cores or 1) // max(1, workers))
+
+
+def _shares_a_fixture(item: pytest.Function) -> bool:
+    """Whether the test uses a module- or session-scoped fixture of the suite (a CLI
+    installed once, the pairs continued once): its module then runs on one xdist worker."""
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        for d in defs:
+            if d.scope in ("module", "package", "session") and d.func.__module__.startswith(
+                "tests."
+            ):
+                return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``loader`` every test that needs a real CLI: it, or a fixture it uses, calls
     :func:`require_loader` (a test module may also say ``pytestmark = pytest.mark.loader``).
     ``pytest -m "not loader"`` is then the developer lane, and a new codec's loader tests
-    join the right lane without a list."""
-    del config
+    join the right lane without a list. Under xdist (``-n N --dist loadgroup``) the tests
+    that share a module- or session-scoped fixture run on one worker (one ``xdist_group``
+    per module), so no expensive fixture is built twice; the rest spread one by one."""
+    grouping = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if not isinstance(item, pytest.Function) or item.get_closest_marker("loader"):
+        if not isinstance(item, pytest.Function):
             continue
-        funcs = [item.function]
-        for defs in item._fixtureinfo.name2fixturedefs.values():
-            funcs.extend(d.func for d in defs)
-        if any(_needs_a_loader(f) for f in funcs):
-            item.add_marker(pytest.mark.loader)
+        if not item.get_closest_marker("loader"):
+            funcs = [item.function]
+            for defs in item._fixtureinfo.name2fixturedefs.values():
+                funcs.extend(d.func for d in defs)
+            if any(_needs_a_loader(f) for f in funcs):
+                item.add_marker(pytest.mark.loader)
+        if grouping and not item.get_closest_marker("xdist_group") and _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

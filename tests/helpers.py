@@ -15,8 +15,9 @@ FIXTURES = REPO / "fixtures"
 
 
 def conservation(snapshot: Snapshot, units_seen: int) -> None:
-    """Assert units seen = units in records + units counted by diagnostics."""
-    in_records = sum(r.evidence.units for r in snapshot.records)
+    """Assert units seen = units in records (the session's and its sub-agents') + units
+    counted by diagnostics."""
+    in_records = sum(r.evidence.units for r in snapshot.all_records())
     in_diags = unit_count(snapshot.diagnostics)
     assert in_records + in_diags == units_seen, (
         f"conservation: {in_records} in records + {in_diags} in diagnostics "
@@ -84,3 +85,23 @@ def export_tree(out: Path) -> dict[str, str]:
             except UnicodeDecodeError:
                 tree[rel] = f"<binary {hashlib.sha256(path.read_bytes()).hexdigest()}>"
     return tree
+
+
+def fixture_homes() -> list[tuple[str, Path]]:
+    """``(codec name, fixture case folder)`` for every case of every registered codec that
+    discovers sessions in it (a fixture case is a native home of its harness)."""
+    from trajconv.codecs import registry
+
+    cases = []
+    for codec in registry.all_codecs():
+        root = FIXTURES / codec.name
+        if not (codec.can_discover and codec.can_read and root.is_dir()):
+            continue
+        for case in sorted(p for p in root.iterdir() if p.is_dir()):
+            try:
+                refs = codec.discover(case)
+            except Exception:  # a case that is no home (a hand-made edge case)
+                continue
+            if refs:
+                cases.append((codec.name, case))
+    return cases

@@ -69,13 +69,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS body USING fts5 (text, tokenize = 'trigram');
 """
 
 
-def default_index_path() -> Path:
+def default_index_path(redact: bool = False) -> Path:
+    """``TRAJCONV_SEARCH_INDEX``, else the user's cache folder; an index of redacted text
+    (``redact``) is a file of its own."""
     env = os.environ.get("TRAJCONV_SEARCH_INDEX")
     if env:
-        return Path(env)
+        path = Path(env)
+        return path.with_name(f"{path.stem}-redacted{path.suffix}") if redact else path
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("trajconv")) / "search.sqlite"
+    name = "search-redacted.sqlite" if redact else "search.sqlite"
+    return Path(user_cache_dir("trajconv")) / name
 
 
 @dataclass(frozen=True)
@@ -171,25 +175,29 @@ def record_text(record: dict[str, Any]) -> str:
 class Index:
     """The search index file: open it with :meth:`open` (rebuilt when damaged)."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, rebuilt: bool) -> None:
+    def __init__(
+        self, path: Path, conn: sqlite3.Connection, rebuilt: bool, redact: bool = False
+    ) -> None:
         self.path = path
         self.conn = conn
         self.rebuilt = rebuilt
+        self.redact = redact
+        """Every text is indexed with its secrets replaced (:mod:`trajconv.redact`)."""
 
     @classmethod
-    def open(cls, path: Path | None = None) -> Index:
-        path = path if path is not None else default_index_path()
+    def open(cls, path: Path | None = None, *, redact: bool = False) -> Index:
+        """The index at ``path`` (default: :func:`default_index_path`); a file that is not
+        an index of this format, redacted as asked, is rebuilt."""
+        path = path if path is not None else default_index_path(redact)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot make the search index folder {path.parent}: {exc}") from None
         try:
-            return cls(path, _connect(path), rebuilt=False)
+            return cls(path, _connect(path, redact), rebuilt=False, redact=redact)
         except sqlite3.DatabaseError:
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    Path(f"{path}{suffix}").unlink()
-            return cls(path, _connect(path), rebuilt=True)
+            remove_index(path)
+            return cls(path, _connect(path, redact), rebuilt=True, redact=redact)
 
     def close(self) -> None:
         self.conn.close()
@@ -223,7 +231,7 @@ class Index:
                 continue
             try:
                 snap = doc.load()
-                rows = _rows(snap)
+                rows = _rows(snap, self.redact)
             except (TrajconvError, OSError, sqlite3.Error, ValueError) as exc:
                 done.skipped.append((f"{doc.harness} {doc.session_id}", _reason(exc)))
                 if have is not None:
@@ -365,19 +373,23 @@ class Index:
         return hits
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def remove_index(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(f"{path}{suffix}").unlink()
+
+
+def _connect(path: Path, redact: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    kind = f"{INDEX_FORMAT}{'+redacted' if redact else ''}"
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.executescript(_SCHEMA)
         found = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if found is None:
-            conn.execute("INSERT INTO meta VALUES ('format', ?)", (INDEX_FORMAT,))
-        elif found[0] != INDEX_FORMAT:
-            raise sqlite3.DatabaseError(f"index format {found[0]!r}")
-        conn.execute("PRAGMA quick_check").fetchone()
-        conn.execute("BEGIN")
-        conn.execute("COMMIT")
+            conn.execute("INSERT INTO meta VALUES ('format', ?)", (kind,))
+        elif found[0] != kind:
+            raise sqlite3.DatabaseError(f"index format {found[0]!r}, not {kind!r}")
     except sqlite3.DatabaseError:
         conn.close()
         raise
@@ -386,16 +398,23 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def _rows(snap: Any) -> list[tuple[str | None, int, str, str | None, str]]:
+def _rows(snap: Any, redact: bool) -> list[tuple[str | None, int, str, str | None, str]]:
     """``(child session id or None, seq, kind, time, text)`` of every record with text, the
-    session's own and then its sub-agents'."""
+    session's own and then its sub-agents' (their secrets replaced when ``redact``)."""
     from trajconv.snapshot.spool import record_dicts
 
+    red = None
+    if redact:
+        from trajconv.redact import Redactor
+
+        red = Redactor()
     out = []
     parts = [(None, snap.records)] + [(c.session.id, c.records) for c in snap.children]
     for child, records in parts:
         for r in record_dicts(records):
             text = record_text(r)
+            if red is not None:
+                text = red.text(text)
             if text.strip():
                 out.append((child, r["seq"], r["kind"], r.get("time"), text))
     return out

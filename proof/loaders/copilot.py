@@ -24,20 +24,18 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proof import npm
 from proof import tools_dir as _tools
+from proof.jsonrpc import StdioRpc
 from proof.trees import hash_tree
 
 if TYPE_CHECKING:
@@ -208,145 +206,10 @@ def cli_version(copilot_bin: Path, *, timeout: float = _DEFAULT_TIMEOUT) -> str 
     return match.group(1) if match else None
 
 
-# --------------------------------------------------------------------------- ACP client
-
-
-class _AcpConnection:
-    """Minimal JSON-RPC 2.0 client over a child's stdio (ACP framing: one JSON per line)."""
-
-    def __init__(self, argv: list[str], env: Mapping[str, str], cwd: Path) -> None:
-        try:
-            self._proc = subprocess.Popen(
-                argv,
-                env=dict(env),
-                cwd=str(cwd),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-        except OSError as exc:
-            raise CopilotLoaderError(f"cannot start {argv[0]}: {exc}") from exc
-        self._inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._stderr: list[bytes] = []
-        self._next_id = 0
-        self.notifications: list[dict[str, Any]] = []
-        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
-        self._reader.start()
-        self._err_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self._err_reader.start()
-
-    def _read_stdout(self) -> None:
-        stream = self._proc.stdout
-        assert stream is not None
-        for raw in iter(stream.readline, b""):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(message, dict):
-                self._inbox.put(message)
-        self._inbox.put(None)
-
-    def _read_stderr(self) -> None:
-        stream = self._proc.stderr
-        assert stream is not None
-        for raw in iter(stream.readline, b""):
-            self._stderr.append(raw)
-            if len(self._stderr) > 400:
-                del self._stderr[:200]
-
-    @property
-    def stderr_tail(self) -> str:
-        return b"".join(self._stderr[-40:]).decode("utf-8", "replace")
-
-    def _send(self, message: dict[str, Any]) -> None:
-        stdin = self._proc.stdin
-        if stdin is None:
-            raise CopilotLoaderError("copilot stdin closed")
-        try:
-            stdin.write(json.dumps(message).encode("utf-8") + b"\n")
-            stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise CopilotLoaderError(f"copilot exited early: {self.stderr_tail}") from exc
-
-    def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send a request; return the whole response message (``result`` or ``error``)."""
-        self._next_id += 1
-        request_id = self._next_id
-        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise CopilotLoaderError(f"timeout after {timeout:.0f}s waiting for {method}")
-            try:
-                message = self._inbox.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if message is None:
-                raise CopilotLoaderError(
-                    f"copilot exited while waiting for {method}: {self.stderr_tail}"
-                )
-            if "method" in message:
-                self._on_incoming(message)
-            elif message.get("id") == request_id:
-                return message
-
-    def drain(self, quiet: float) -> None:
-        """Handle messages that arrive until ``quiet`` seconds pass without one."""
-        while True:
-            try:
-                message = self._inbox.get(timeout=quiet)
-            except queue.Empty:
-                return
-            if message is None:
-                return
-            if "method" in message:
-                self._on_incoming(message)
-
-    def _on_incoming(self, message: dict[str, Any]) -> None:
-        if "id" in message:
-            # A request from the agent (permission, fs, terminal): we grant nothing.
-            self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": message["id"],
-                    "error": {"code": -32601, "message": "method not supported by trajconv"},
-                }
-            )
-            return
-        self.notifications.append(message)
-
-    def close(self) -> None:
-        proc = self._proc
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-
-
 # --------------------------------------------------------------------------- check
 
 
-def _iter_sessions(
-    conn: _AcpConnection, cwd: str | None, timeout: float
-) -> Iterator[dict[str, Any]]:
+def _iter_sessions(conn: StdioRpc, cwd: str | None, timeout: float) -> Iterator[dict[str, Any]]:
     cursor: str | None = None
     for _ in range(100):  # bounded pagination
         params: dict[str, Any] = {} if cwd is None else {"cwd": cwd}
@@ -403,7 +266,7 @@ def check(
                 "COPILOT_MODEL": DUMMY_MODEL,
             }
         )
-        conn = _AcpConnection([str(copilot_bin), "--acp"], env, workdir)
+        conn = StdioRpc([str(copilot_bin), "--acp"], cwd=workdir, env=env, error=CopilotLoaderError)
         try:
             init = conn.request(
                 "initialize",

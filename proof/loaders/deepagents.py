@@ -25,20 +25,17 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proof import installed_version
 from proof import tools_dir as _tools
+from proof.jsonrpc import StdioRpc
 
 if TYPE_CHECKING:
     from trajconv.codecs.base import Export
@@ -226,113 +223,6 @@ def list_threads(python: Path, home: Path, *, timeout: float = 60.0) -> list[dic
     return [r for r in rows if isinstance(r, dict)]
 
 
-class AcpClient:
-    """Minimal ACP (JSON-RPC 2.0, newline-delimited over stdio) client for ``dcode --acp``."""
-
-    def __init__(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: Path,
-        *,
-        on_request: Callable[[str, dict[str, Any]], dict[str, Any] | None] | None = None,
-    ) -> None:
-        self._on_request = on_request
-        self._proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=str(cwd),
-            text=True,
-            encoding="utf-8",
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._stderr: list[str] = []
-        self._next_id = 0
-        self.notifications: list[dict[str, Any]] = []
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
-
-    def _pump_stdout(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _pump_stderr(self) -> None:
-        assert self._proc.stderr is not None
-        for line in self._proc.stderr:
-            if len(self._stderr) < 400:
-                self._stderr.append(line)
-
-    @property
-    def stderr_tail(self) -> str:
-        return "".join(self._stderr[-40:])
-
-    def _send(self, obj: dict[str, Any]) -> None:
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(obj) + "\n")
-        self._proc.stdin.flush()
-
-    def request(self, method: str, params: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-        """Send a request; collect notifications until its response. Returns the response."""
-        self._next_id += 1
-        rid = self._next_id
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise LoaderError(f"ACP {method}: no answer within {timeout:.0f}s")
-            try:
-                line = self._lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise LoaderError(f"ACP {method}: agent exited; stderr: {self.stderr_tail}")
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                msg = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(msg, dict):
-                continue
-            if msg.get("id") == rid and "method" not in msg:
-                return msg
-            if msg.get("method") == "session/update":
-                self.notifications.append(msg.get("params", {}))
-            elif "method" in msg and "id" in msg:
-                # An agent->client request (permission, fs, terminal): answer it
-                # through on_request, else refuse it.
-                req_params = msg.get("params")
-                answer: dict[str, Any] | None = None
-                if self._on_request is not None:
-                    answer = self._on_request(str(msg["method"]), req_params or {})
-                if answer is not None:
-                    self._send({"jsonrpc": "2.0", "id": msg["id"], "result": answer})
-                    continue
-                self._send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg["id"],
-                        "error": {"code": -32601, "message": "not supported by trajconv"},
-                    }
-                )
-
-    def close(self) -> None:
-        try:
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()
-            self._proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            self._proc.kill()
-            self._proc.wait(timeout=10)
-
-
 def acp_session(
     python: Path,
     home: Path,
@@ -352,7 +242,9 @@ def acp_session(
     load response, the replayed ``update`` objects, and the prompt response (or None).
     """
     argv = [str(dcode_path(python)), "--acp", "-M", model_spec, "--no-mcp"]
-    client = AcpClient(argv, {**dcode_env(home), **(extra_env or {})}, home)
+    client = StdioRpc(
+        argv, cwd=home, env={**dcode_env(home), **(extra_env or {})}, error=LoaderError
+    )
     try:
         init = client.request(
             "initialize",
@@ -372,7 +264,11 @@ def acp_session(
             {"sessionId": thread_id, "cwd": cwd, "mcpServers": []},
             timeout=timeout,
         )
-        replay = [n.get("update", {}) for n in client.notifications]
+        replay = [
+            n.get("params", {}).get("update", {})
+            for n in client.notifications
+            if n.get("method") == "session/update"
+        ]
         answered: dict[str, Any] | None = None
         if select_model and "error" not in loaded:
             chosen = client.request(
@@ -481,6 +377,9 @@ CONTINUATION_CASE = ("multi-thread", "923114f39b9644529e5503619d20a349")
 #: as a continuation source, what the conversation still differs in, in the targets that pin
 #: it (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing
 STILL_DIFFERENT: dict[str, int] = {}
+#: an export's prepare.py runs under this loader's Python (the deepagents packages)
+#: (tests that install exports need the loader)
+PREPARE_NEEDS_LOADER = True
 #: the pair test holds every source's STILL_DIFFERENT into this target
 PINS_DIFFERENCES = True
 #: CPU seconds one continued turn costs (measured, /usr/bin/time): Python start-up

@@ -18,13 +18,8 @@ Facts used here are from ``proof/loaders/grok.py`` (observed on grok 1.0.41):
 from __future__ import annotations
 
 import json
-import os
-import queue
 import shutil
-import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from proof import npm
 from proof import tools_dir as _tools
+from proof.jsonrpc import StdioRpc
 from proof.trees import hash_tree
 from trajconv.codecs.grok import layout
 
@@ -211,121 +207,6 @@ def offline_config(
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- JSON-RPC client
-
-
-class _StdioRpc:
-    """Line-delimited JSON-RPC 2.0 over a child's stdin/stdout (what ``grok agent stdio`` speaks).
-
-    Requests the agent sends to us (they carry ``method`` and ``id``) are refused with -32601.
-    """
-
-    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
-        try:
-            self.proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-            )
-        except OSError as exc:
-            self._stderr.close()
-            raise GrokLoaderError(f"cannot start {argv[0]}: {exc}") from exc
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
-        self._next_id = 0
-        self.final_stderr = ""
-        self._reader = threading.Thread(target=self._pump, daemon=True)
-        self._reader.start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self._lines.put(raw)
-        self._lines.put(None)
-
-    def _send(self, msg: JsonObj) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise GrokLoaderError(
-                f"grok agent stdio closed its input: {exc}; stderr: {self.stderr_tail()}"
-            ) from exc
-
-    def call(self, method: str, params: JsonObj, timeout: float) -> tuple[JsonObj, list[JsonObj]]:
-        """Send one request; return (response, notifications received before it)."""
-        self._next_id += 1
-        rid = self._next_id
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        notes: list[JsonObj] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise GrokLoaderError(
-                    f"no answer to {method} within {timeout:.0f}s; stderr: {self.stderr_tail()}"
-                )
-            try:
-                raw = self._lines.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                continue
-            if raw is None:
-                raise GrokLoaderError(
-                    f"grok agent stdio exited before answering {method} "
-                    f"(rc {self.proc.poll()}); stderr: {self.stderr_tail()}"
-                )
-            try:
-                msg = json.loads(raw)
-            except json.JSONDecodeError:
-                continue  # not protocol output; ignore
-            if not isinstance(msg, dict):
-                continue
-            if "method" in msg and "id" in msg:
-                self._send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": msg["id"],
-                        "error": {"code": -32601, "message": "not supported by trajconv"},
-                    }
-                )
-            elif "method" in msg:
-                notes.append(msg)
-            elif msg.get("id") == rid:
-                return msg, notes
-
-    def stderr_tail(self, limit: int = 4000) -> str:
-        try:
-            self._stderr.flush()
-            self._stderr.seek(0, os.SEEK_END)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - limit))
-            return self._stderr.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Close stdin (the agent exits 0 on EOF); kill it if it lingers."""
-        try:
-            if self.proc.stdin is not None and not self.proc.stdin.closed:
-                self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=timeout)
-        self._reader.join(timeout=timeout)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.final_stderr = self.stderr_tail()
-        self._stderr.close()
-
-
 # --------------------------------------------------------------------------- check
 
 
@@ -382,7 +263,12 @@ def check(
             encoding="utf-8",
         )
         before = hash_tree(session_dir)
-        rpc = _StdioRpc([str(grok_bin), "agent", "stdio"], spawn_dir, scratch_env(home))
+        rpc = StdioRpc(
+            [str(grok_bin), "agent", "stdio"],
+            cwd=spawn_dir,
+            env=scratch_env(home),
+            error=GrokLoaderError,
+        )
         try:
             init, _ = rpc.call(
                 "initialize", {"protocolVersion": 1, "clientCapabilities": {}}, timeout
@@ -405,7 +291,7 @@ def check(
             )
         finally:
             rpc.close()
-        stderr_tail = rpc.final_stderr
+        stderr_tail = rpc.stderr_tail
         after = hash_tree(session_dir)
     replay = [
         n
@@ -480,7 +366,12 @@ def continue_session(
         (grok_home / "config.toml").write_text(
             offline_config(model, base_url=srv.base_url), encoding="utf-8"
         )
-        rpc = _StdioRpc([str(exe.absolute()), "agent", "stdio"], spawn, scratch_env(home))
+        rpc = StdioRpc(
+            [str(exe.absolute()), "agent", "stdio"],
+            cwd=spawn,
+            env=scratch_env(home),
+            error=GrokLoaderError,
+        )
         try:
             init, _ = rpc.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}}, 60)
             if "error" in init:

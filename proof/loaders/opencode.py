@@ -164,6 +164,9 @@ CONTINUATION_CASE = ("recorded-tools", None)
 #: as a continuation source, what the conversation still differs in, in the targets that pin
 #: it (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing
 STILL_DIFFERENT: dict[str, int] = {}
+#: an export's prepare.py runs this CLI (``opencode import``)
+#: (tests that install exports need the loader)
+PREPARE_NEEDS_LOADER = True
 #: CPU seconds one continued turn costs (measured, /usr/bin/time)
 CONTINUE_CPU_SECONDS = 16
 #: ``opencode run --session`` opens the session's own directory (``session.directory``), not

@@ -18,7 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import trajconv
+from tests.conftest import require_loader
 from tests.helpers import FIXTURES, REPO
 from trajconv.codecs import registry
 from trajconv.snapshot.builder import SnapshotBuilder
@@ -133,6 +136,12 @@ def _options(harness: str, user_home: Path) -> list[str]:
 
 def install(snapshot: Snapshot, harness: str, tmp: Path, user_home: Path) -> dict[str, Any]:
     """Write ``snapshot`` for ``harness`` and install it into ``user_home`` with prepare.py."""
+    if _prepare_needs_loader(harness):
+        import proof
+
+        mod = proof.loader(harness)
+        assert mod is not None
+        require_loader(mod.find(proof.tools_dir()), harness)
     out = tmp / f"export-{harness}-{snapshot.id[7:19]}"
     export = trajconv.write(snapshot, harness, out, allow_lossy=True)
     env = {**os.environ, "HOME": str(user_home)}
@@ -212,6 +221,21 @@ def codecs_for_generated_homes() -> list[str]:
         for n in registry.names()
         if (c := registry.get(n)).can_write and c.can_read and c.can_discover
     ]
+
+
+def generated_home_params() -> list[Any]:
+    """:func:`codecs_for_generated_homes` as test parameters: a codec whose prepare.py needs
+    its real CLI (``PREPARE_NEEDS_LOADER`` in its loader module) is a ``loader`` test."""
+    return [
+        pytest.param(n, marks=pytest.mark.loader) if _prepare_needs_loader(n) else n
+        for n in codecs_for_generated_homes()
+    ]
+
+
+def _prepare_needs_loader(harness: str) -> bool:
+    import proof
+
+    return bool(getattr(proof.loader(harness), "PREPARE_NEEDS_LOADER", False))
 
 
 def codecs_without_generated_homes() -> list[str]:

@@ -526,7 +526,7 @@ def test_every_registered_codec_gets_a_generated_home() -> None:
     )
 
 
-@pytest.mark.parametrize("harness", GENERATED)
+@pytest.mark.parametrize("harness", support.generated_home_params())
 def test_generated_home_first_run_no_change_run_extends_and_diverges(
     harness: str, tmp_path: Path, count_reads: list[str]
 ) -> None:

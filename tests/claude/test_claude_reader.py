@@ -48,7 +48,11 @@ def test_reader_snapshot(path: Path, snapshot) -> None:
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=IDS)
 def test_every_line_is_accounted_for(path: Path) -> None:
-    conservation(trajconv.read("claude", path), count_units(path.read_bytes()))
+    # a main transcript's sub-agents are read with it: their lines are its units too
+    seen = count_units(path.read_bytes())
+    if not layout.is_subagent(path):
+        seen += sum(count_units(sub.read_bytes()) for sub in layout.subagent_files(path))
+    conservation(trajconv.read("claude", path), seen)
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=IDS)
@@ -130,6 +134,15 @@ def test_subagent_is_a_child_session_linked_to_the_parent() -> None:
     # the parent keeps the sub-agent transcript and its meta byte for byte
     names = {a.name for a in parent.artifacts}
     assert f"subagents/{child_path.name}" in names
+    # and holds the sub-agent as its child, linked to the Agent call: the same records
+    (kid,) = parent.children
+    assert kid.parent_call_id == call.id
+    assert kid.session.parent_session_id == parent.session.id
+    assert kid.session.id == child.session.id
+    assert [r.model_dump(exclude={"hash", "evidence"}) for r in kid.records] == [
+        r.model_dump(exclude={"hash", "evidence"}) for r in child.records
+    ]
+    assert {r.evidence.artifact for r in kid.records} == {f"subagents/{child_path.name}"}
 
 
 def test_background_subagent_result_is_harness_text_not_a_prompt() -> None:

@@ -92,7 +92,7 @@ def test_codex_resumes_written_session_with_full_history(
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
-    written = trajconv.read("codex", home)
+    written = trajconv.read("codex", home, session=export.session_id)
 
     # what was written is the source's conversation, in order, less what a lossy write names
     # (reasoning and observations are not conversation items here)
@@ -130,7 +130,7 @@ def test_codex_resumes_written_session_with_full_history(
     shown = {i["call_id"] for i in seen if i["kind"] == "tool-result" and _says_failed(i["text"])}
     assert failed & {i["call_id"] for i in want if i["kind"] == "tool-result"} <= shown
     # the written file was never touched: the CLI appended to its own copy
-    assert trajconv.read("codex", home).id == written.id
+    assert trajconv.read("codex", home, session=export.session_id).id == written.id
 
 
 def test_codex_recognises_written_rollouts_as_legacy(tmp_path: Path, codex_bin: Path) -> None:

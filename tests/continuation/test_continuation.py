@@ -17,7 +17,7 @@ import pytest
 
 from proof import continuation as cont
 from proof import harness_loaders, loader, tools_dir
-from tests.conftest import require_loader
+from tests.conftest import parallel_clis, require_loader
 from trajconv.codecs import registry
 
 #: every harness whose loader module has the contract (a new codec's joins by itself)
@@ -42,10 +42,11 @@ def continued() -> dict[tuple[str, str], cont.Comparison | BaseException]:
         except Exception as exc:  # reported per pair by the test below
             return exc
 
-    # the costliest targets first, so that none is left running alone at the end; 4 workers:
-    # the node CLIs mostly wait, Deep Agents and OpenCode use a core while they start
+    # the costliest targets first, so that none is left running alone at the end; two CLIs
+    # per core this process has (the node CLIs mostly wait, Deep Agents and OpenCode use a
+    # core while they start), the cores shared with the other xdist workers
     order = sorted(PAIRS, key=lambda pair: -_cpu_seconds(pair[1]))
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=parallel_clis()) as pool:
         return dict(zip(order, pool.map(run, order), strict=True))
 
 

@@ -573,42 +573,79 @@ def test_reading_shows_bytes_read_on_a_terminal(monkeypatch: pytest.MonkeyPatch)
     shown = io.StringIO()
     console = Console(file=shown, force_terminal=True, width=400)
     with main._reading_progress(GROK_SESSION, console):
-        time.sleep(0.7)
+        deadline = time.monotonic() + 600  # a hang guard: it waits for the line, not a time
+        while " MB" not in shown.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
     assert f"reading {GROK_SESSION}: " in shown.getvalue()
     assert " MB" in shown.getvalue()
     # not a terminal (as under pytest): nothing at all
     assert isinstance(main._reading_progress(GROK_SESSION), contextlib.nullcontext)
 
 
-def test_ctrl_c_during_archive_with_jobs_is_130_and_leaves_no_spool(tmp_path: Path) -> None:
-    import signal
-    import time
+#: Ctrl-C reaches the archive's whole process group at a fixed step (the run signals its
+#: own group there, as a terminal would), so the outcome never depends on how fast it runs
+INTERRUPTER = """
+import os, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+import trajconv.harvest as harvest
+WHEN = sys.argv[1]
 
+def ctrl_c():
+    os.killpg(0, signal.SIGINT)  # the archive and its workers, as a terminal's Ctrl-C
+
+class Pool(ProcessPoolExecutor):
+    def submit(self, *args, **kwargs):
+        fut = super().submit(*args, **kwargs)
+        if WHEN == "worker-starting":
+            ctrl_c()  # the first worker is being started (Ctrl-C is held back there)
+        return fut
+
+harvest.ProcessPoolExecutor = Pool
+reads = harvest._reads
+
+def interrupted_reads(todo, jobs, limits):
+    for n, item in enumerate(reads(todo, jobs, limits)):
+        if n == 0 and WHEN == "reads-in-flight":
+            ctrl_c()  # a result is back, the next reads run in the workers
+        yield item
+        if n == 0 and WHEN == "after-first-stored":
+            ctrl_c()  # the first session is in the store
+    raise SystemExit("the archive finished: Ctrl-C never arrived")
+
+harvest._reads = interrupted_reads
+from trajconv.cli.main import main
+sys.argv = ["trajconv", *sys.argv[2:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("when", ["worker-starting", "reads-in-flight", "after-first-stored"])
+def test_ctrl_c_during_archive_with_jobs_is_130_and_leaves_no_spool(
+    when: str, tmp_path: Path
+) -> None:
     home = tmp_path / "home" / ".grok" / "sessions"
-    for i in range(60):  # enough sessions that the run is interrupted half way
+    for i in range(8):  # more sessions than the 2 x 2 reads in flight: the run stops half way
         shutil.copytree(GROK_SESSION, home / f"g{i}" / GROK_SESSION.name)
     spools = tmp_path / "tmp"
     spools.mkdir()
     store = tmp_path / "store"
     argv = ["archive", str(store), "--harness", "grok", "--home", str(tmp_path / "home")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trajconv.cli.main", *argv, "--jobs", "2"],
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTER, when, *argv, "--jobs", "2"],
         env={**os.environ, "TMPDIR": str(spools)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
+        text=True,
         start_new_session=True,  # its own process group, as a terminal's Ctrl-C reaches it
+        timeout=600,  # a hang guard, not a speed target
     )
-    deadline = time.monotonic() + 120
-    while not list(store.glob("snapshots/*.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err.decode()
-    assert err.decode().strip().splitlines()[-1] == "trajconv: interrupted"
-    assert "Traceback" not in err.decode()
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "trajconv: interrupted"
+    assert "Traceback" not in done.stderr
     assert list(spools.iterdir()) == []
-    code, _, _ = run("verify", str(store))  # what was stored before the interrupt verifies
+    code, out, _ = run("verify", str(store))  # what was stored before the interrupt verifies
     assert code == 0
+    stored = len(list(store.glob("snapshots/*.json")))
+    assert stored == (1 if when == "after-first-stored" else 0), out
 
 
 @pytest.mark.parametrize(
@@ -667,13 +704,14 @@ def finalize() -> None:
     weakref.finalize(spool, release)
     del spool  # the finalizer runs here, as Ctrl-C could land in it
     import time
-    time.sleep(5)  # the run goes on (as the archive's next session would): it must stop
+    while True:  # the run goes on (as the archive's next session would): it must stop
+        time.sleep(0.01)
     click.echo("finished")
 
 m.main()
 """
-    done = subprocess.run(
-        [sys.executable, "-c", program, "finalize"], capture_output=True, text=True, timeout=60
+    done = subprocess.run(  # the timeout is a hang guard: without the fix it never ends
+        [sys.executable, "-c", program, "finalize"], capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 130, done.stderr
     assert "finished" not in done.stdout

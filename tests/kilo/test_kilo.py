@@ -64,7 +64,7 @@ def test_every_part_is_accounted_for_and_the_store_is_untouched(
 ) -> None:
     before = fingerprint(path.parent)
     snap = read(path, sid)
-    conservation(snap, units(path, sid))
+    conservation(snap, units(path, sid) + sum(units(path, c.session.id) for c in snap.children))
     assert io.dumps(read(path, sid)) == io.dumps(snap)
     assert fingerprint(path.parent) == before
 
@@ -123,6 +123,10 @@ def test_child_session_is_linked_both_ways() -> None:
     bash = next(r.result for r in child.records if r.kind == "tool-result")
     assert (bash.ok, bash.exit_code) == (False, 2)
     assert child.session.title == "Count txt files (@general subagent)"
+    # the parent's Snapshot holds the child as a sub-agent of the task call
+    (kid,) = parent.children
+    assert (kid.session.id, kid.parent_call_id) == (CHILD, "call_task_1")
+    assert [r.kind for r in kid.records] == [r.kind for r in child.records]
 
 
 def test_bad_input_is_named(tmp_path: Path) -> None:
@@ -186,6 +190,12 @@ def test_writer_export_round_trips(sid: str, tmp_path: Path, snapshot) -> None:
     assert doc["info"]["version"] == "7.7.7"
     manifest = json.loads((export.out_dir / "trajconv-export.json").read_text())
     assert manifest["resume"]["argv"] == ["kilo", "--session", snap.session.id]
+    # the root's sub-agent is a document of its own, linked by parentID and the task call
+    kids = sorted((export.out_dir / layout.CHILDREN).glob("*.json"))
+    assert [k.stem for k in kids] == ([CHILD] if sid == ROOT else [])
+    if kids:
+        assert [c.session.id for c in back.children] == [CHILD]
+        assert back.children[0].parent_call_id == "call_task_1"
 
 
 def test_agent_option_and_a_foreign_source(tmp_path: Path) -> None:

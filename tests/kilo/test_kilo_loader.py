@@ -1,17 +1,16 @@
 """Kilo itself (npm @kilocode/cli 7.7.7, pinned) imports, lists and continues what we write.
 
-Few CLI runs (a start takes seconds): the recorded sub-agent session (parent and child) is
-written and installed with ``prepare.py`` (``kilo import``, then ``kilo export`` checks every
-message and part) into one scratch home; ``kilo session list`` lists the parent; ``kilo run
---session`` continues the child, and the model request carries its conversation in order.
+Few CLI runs (a start takes seconds): the recorded sub-agent session is written (the parent's
+document and its child's) and installed with ``prepare.py`` (``kilo import`` of each, then
+``kilo export`` checks every message and part) into one scratch home; ``kilo session list``
+lists the parent; ``kilo run --session`` continues the child, and the model request carries
+its conversation in order.
 Every other pair (its own round trip of ``recorded-tools`` and sessions of the other
 harnesses) is continued by ``tests/continuation``.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,18 +33,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pat
     home, cwd = root / "home", root / "project"
     home.mkdir()
     cwd.mkdir()
-    printed = {}
-    for sid in (ROOT, CHILD):  # the parent first: the child names it
-        snap = trajconv.read("kilo", SUB_DB, session=sid)
-        export = trajconv.write(snap, "kilo", root / sid, cwd=str(cwd))
-        proc = subprocess.run(
-            [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home),
-             "--kilo", str(exe)],
-            capture_output=True, text=True, env=loader.scratch_env(home), check=False,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        printed[sid] = proc.stdout
-    return exe, home, cwd, printed
+    snap = trajconv.read("kilo", SUB_DB, session=ROOT)  # with its child, a sub-agent
+    export = trajconv.write(snap, "kilo", root / "out", cwd=str(cwd))
+    proc = loader.CLI.prepare(exe, export.out_dir, home)
+    assert proc.returncode == 0, proc.stderr
+    assert "and 1 sub-agent sessions" in proc.stdout
+    return exe, home, cwd, {ROOT: proc.stdout}
 
 
 def test_prepare_imports_and_the_list_shows_the_session(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, fixture_homes
 from trajconv import search as engine
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
@@ -47,24 +47,7 @@ def _word_of(snapshot: Any) -> str | None:
     return None
 
 
-def _cases() -> list[tuple[str, Path]]:
-    """Every fixture case of every codec that discovers sessions in it."""
-    cases = []
-    for codec in registry.all_codecs():
-        if not (codec.can_discover and codec.can_read):
-            continue
-        root = FIXTURES / codec.name
-        for case in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
-            try:
-                refs = codec.discover(case)
-            except Exception:
-                continue
-            if refs:
-                cases.append((codec.name, case))
-    return cases
-
-
-CASES = _cases()
+CASES = fixture_homes()
 
 
 def test_every_harness_with_fixtures_is_searched() -> None:
@@ -312,3 +295,38 @@ def test_a_sub_agents_records_are_found_and_named_as_its_own() -> None:
         _done, scope = idx.refresh([doc], ["p"])
         (hit,) = idx.query("zqxchild", scope)
     assert (hit.session_id, hit.child, hit.kind, hit.seq) == ("s", "k", "assistant", 0)
+
+
+def test_redact_keeps_no_secret_in_clear_in_its_index(tmp_path: Path, _index: Path) -> None:
+    home = tmp_path / ".grok"
+    shutil.copytree(GROK / "multi-turn", home)
+    journal = next(home.rglob("*.jsonl"))
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    journal.write_text(journal.read_text().replace("files are here", f"files {token}", 1))
+    result = run("--home", str(home), "--redact", "--json", "REDACTED:github-token")
+    assert result.exit_code == 0, result.output
+    assert token not in result.stdout
+    assert run("--home", str(home), "--redact", token).exit_code == 1
+    redacted_index = _index.with_name("search-redacted.sqlite")
+    assert redacted_index.is_file()
+    stored = b"".join(
+        Path(f"{redacted_index}{s}").read_bytes()
+        for s in ("", "-wal")
+        if Path(f"{redacted_index}{s}").exists()
+    )
+    assert token.encode() not in stored
+    # without --redact the plain index (another file) finds it as it is
+    assert run("--home", str(home), token).exit_code == 0
+
+
+def test_an_index_damaged_inside_is_rebuilt_on_the_way(tmp_path: Path, _index: Path) -> None:
+    home = _grok_home(tmp_path)
+    assert run("--home", str(home), "app.py").exit_code == 0
+    with sqlite3.connect(_index) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(_index.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)  # every page after the first one garbage
+    _index.write_bytes(bytes(data))
+    result = run("--home", str(home), "app.py")
+    assert result.exit_code == 0, result.output
+    assert "rebuilt" in result.stderr

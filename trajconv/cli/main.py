@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trajconv.cli.dataset import dataset as dataset_command
 from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
@@ -508,6 +509,12 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     help="also keep the Snapshot in this file",
 )
 @click.option(
+    "--redact",
+    is_flag=True,
+    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
+    "leave the native bytes out: for sharing",
+)
+@click.option(
     "--install",
     is_flag=True,
     help="also install the export (run its prepare.py) into your home or --home; "
@@ -534,6 +541,7 @@ def convert(
     install: bool,
     home: Path | None,
     force: bool,
+    redact: bool,
     as_json: bool,
     **kw: Any,
 ) -> None:
@@ -568,6 +576,10 @@ def convert(
         _check_new_file(snapshot_out, force)
     with _reading_progress(Path(path) if path else None):
         snap = _convert_source(source, path, session, latest, opts.get("cwd"), limits)
+        if redact:
+            from trajconv.redact import redacted
+
+            snap = redacted(snap)
         if snapshot_out is not None:
             _dump_snapshot(snap, snapshot_out, force)
         export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
@@ -652,6 +664,12 @@ def verify(file: Path, as_json: bool) -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="write to FILE"
 )
 @click.option("--full", is_flag=True, help="unfold reasoning; show long text and output whole")
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
+    "leave the native bytes out: for sharing",
+)
 @click.option(
     "--diff",
     "diff_paths",
@@ -1182,6 +1200,7 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
 
 
 cli.add_command(search_command)
+cli.add_command(dataset_command)
 
 
 def main() -> None:

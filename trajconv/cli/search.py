@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from trajconv.errors import UsageError
+from trajconv.errors import TrajconvError, UsageError
 
 
 def _open_argv(hit: Any) -> list[str]:
@@ -46,9 +46,44 @@ def run_search(
     kinds: tuple[str, ...] = (),
     limit: int | None = 20,
     syntax: bool = False,
+    redact: bool = False,
     index: Path | None = None,
 ) -> tuple[list[Any], Any]:
-    """Bring the index up to date for the places searched, then ask it."""
+    """Bring the index up to date for the places searched, then ask it; an index SQLite
+    finds damaged on the way is rebuilt once."""
+    import sqlite3
+
+    from trajconv import search as engine
+
+    try:
+        return _search_once(
+            query, harnesses, homes, stores, cwd, since, kinds, limit, syntax, redact, index
+        )
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):  # busy or locked: not damage
+            where = index if index is not None else engine.default_index_path(redact)
+            raise TrajconvError(f"the search index {where} cannot be used now: {exc}") from None
+        engine.remove_index(index if index is not None else engine.default_index_path(redact))
+        hits, done = _search_once(
+            query, harnesses, homes, stores, cwd, since, kinds, limit, syntax, redact, index
+        )
+        done.rebuilt = True
+        return hits, done
+
+
+def _search_once(
+    query: str,
+    harnesses: tuple[str, ...],
+    homes: tuple[Path, ...],
+    stores: tuple[str, ...],
+    cwd: str | None,
+    since: str | None,
+    kinds: tuple[str, ...],
+    limit: int | None,
+    syntax: bool,
+    redact: bool,
+    index: Path | None,
+) -> tuple[list[Any], Any]:
     from trajconv import find
     from trajconv import search as engine
     from trajconv.codecs.base import Limits
@@ -71,7 +106,7 @@ def run_search(
             stack.callback(store.close)
             docs.extend(stored)
             places.append(at)
-        with engine.Index.open(index) as idx:
+        with engine.Index.open(index, redact=redact) as idx:
             refreshed, scope = idx.refresh(docs, places)
             hits = idx.query(
                 query,
@@ -116,6 +151,12 @@ def run_search(
     is_flag=True,
     help="pass QUERY to the search engine (SQLite FTS5) as its own query syntax",
 )
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="index and show every text with its secrets replaced by [REDACTED:<kind>] (an "
+    "index of its own: no secret is kept in clear in the cache)",
+)
 @click.option("--json", "as_json", is_flag=True, help="the hits as a JSON list")
 def search(
     query: tuple[str, ...],
@@ -127,6 +168,7 @@ def search(
     kind: tuple[str, ...],
     limit: int,
     syntax: bool,
+    redact: bool,
     as_json: bool,
 ) -> None:
     """Search every record of every session (user and assistant text, reasoning, tool calls
@@ -154,6 +196,7 @@ def search(
             kinds=kind,
             limit=limit,
             syntax=syntax,
+            redact=redact,
         )
     except UsageError as exc:
         click.echo(f"trajconv search: {exc}", err=True)

@@ -6,14 +6,16 @@ from typing import Any
 
 import click
 
-from trajconv.store.backend import is_url
-
 
 class StorePath(click.Path):
     """``click.Path`` for a path; a ``scheme://`` URL passes through as text (a Path
     would fold its ``//``), to be opened as an object store."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        # imported here: the store package loads the Snapshot models, which `--help` and
+        # `codecs` do not need
+        from trajconv.store.backend import is_url
+
         if isinstance(value, str) and is_url(value):
             return value
         return super().convert(value, param, ctx)

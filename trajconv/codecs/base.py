@@ -458,7 +458,8 @@ CODEX_PATCH_EXIT = re.compile(r"^Exit code: (-?\d+)\n")
 #: how the harnesses here show a command's exit status to the model inside a result's text:
 #: Grok's first line ``exit: N``, Copilot's ``<shellId: … exit code N>``, Deep Agents'
 #: closing ``[Command succeeded|failed with exit code N]``, Claude Code's first line
-#: ``Exit code N``, Codex's heads, Gemini CLI's ``Exit Code: N`` line (each seen in
+#: ``Exit code N``, Codex's heads, Gemini CLI's ``Exit Code: N`` line, Pi's closing
+#: ``Command exited with code N`` (each seen in
 #: recorded requests: the continuation baselines)
 _EXIT_SHOWN = (
     re.compile(r"\Aexit: (-?\d+)\n"),
@@ -468,6 +469,7 @@ _EXIT_SHOWN = (
     CODEX_PATCH_EXIT,
     re.compile(r"\AExit code (-?\d+)\n"),
     re.compile(r"^Exit Code: (-?\d+)$", re.MULTILINE),
+    re.compile(r"(?:^|\n)Command exited with code (-?\d+)\s*\Z"),  # Pi's bash tool, last line
 )
 
 

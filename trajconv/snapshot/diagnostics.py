@@ -72,6 +72,19 @@ _CODES: tuple[Code, ...] = (
     _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
     _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
     _r(
+        "aborted-message",
+        "info",
+        "assistant message that ended in an error or was aborted, which the harness does not "
+        "send its model again; kept in artifacts",
+    ),
+    _r(
+        "subagent-unlinked",
+        "warning",
+        "sub-agent whose spawning call is not among the session's tool calls: kept as a child "
+        "without a parent_call_id",
+        units=False,
+    ),
+    _r(
         "crash-tail",
         "warning",
         "unfinished tail of a crashed write, which the harness itself drops",
@@ -141,6 +154,13 @@ _CODES: tuple[Code, ...] = (
         units=False,
     ),
     _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
+    _r(
+        "secret-redacted",
+        "info",
+        "secrets found in the session's text were replaced by [REDACTED:<kind>] and its native "
+        "bytes (artifacts) left out (--redact; counted by kind)",
+        units=False,
+    ),
     _r(
         "pending-writes",
         "warning",

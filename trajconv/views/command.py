@@ -30,6 +30,7 @@ def show(
     diff_paths: tuple[Path, Path] | None,
     as_json: bool,
     limits: Limits,
+    redact: bool = False,
 ) -> None:
     if diff_paths:
         if path is not None or source is not None or session is not None:
@@ -39,6 +40,8 @@ def show(
     if path is None:
         raise UsageError("say what to show: trajconv show PATH (or --diff A B)")
     fam = _family(path, source, session, limits)
+    if redact:
+        fam = _redacted(fam)
     if as_json:
         from trajconv.snapshot import io
 
@@ -63,6 +66,14 @@ def show(
 def interactive() -> bool:
     """Standard output is a terminal: page the text view in colour."""
     return sys.stdout.isatty()
+
+
+def _redacted(fam: model.Family) -> model.Family:
+    """The family with every session's text redacted (``show --redact``)."""
+    from trajconv.redact import redacted
+
+    kids = tuple(_redacted(kid) for kid in fam.children)
+    return model.Family(redacted(fam.snapshot), fam.call_id, fam.how, kids)
 
 
 def _family(path: Path, source: str | None, session: str | None, limits: Limits) -> model.Family:

@@ -6,7 +6,7 @@ run), not a harness's live store: nothing resumes from it, so its exports have n
 states what it reads and writes, what it cannot carry, and the sources of its format facts.
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, LazyCodec
 
 CODEC = LazyCodec(
     name="atif",
@@ -14,4 +14,5 @@ CODEC = LazyCodec(
     description="ATIF trajectory (Harbor and other evaluation frameworks): trajectory.json",
     package=__name__,
     can_discover=False,
+    capabilities=Capabilities(resumable=False),
 )

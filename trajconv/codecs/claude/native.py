@@ -6,6 +6,7 @@ writer and discovery share one list.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -81,3 +82,14 @@ def rendered(obj: dict[str, Any]) -> bool:
         isinstance(p, dict) and isinstance(p.get("content"), str) and p["content"].strip()
         for p in parts
     )
+
+
+def spawning_call(meta: bytes) -> str | None:
+    """The ``toolUseId`` a sub-agent's ``.meta.json`` names (the parent's ``Agent`` call),
+    or ``None`` when it names none or is not a JSON object."""
+    try:
+        doc = json.loads(meta)
+    except ValueError:
+        return None
+    call = doc.get("toolUseId") if isinstance(doc, dict) else None
+    return call if isinstance(call, str) and call else None

@@ -355,22 +355,109 @@ def _subagent_meta(path: Path, b: SnapshotBuilder) -> None:
         b.add_artifact(meta.name, "application/json", read_bounded(meta, 16 * 1024**2))
 
 
-def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> None:
-    """The sub-agent transcripts beside a main transcript, kept byte for byte."""
+def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> list[_Sub]:
+    """The sub-agent transcripts beside a main transcript, kept byte for byte (to be read
+    as children of the session once its calls are known)."""
+    found = []
     for sub in layout.subagent_files(path):
         rel = f"{layout.SUBAGENTS}/{sub.name}"
         budget += sub.stat().st_size
         limits.check("max_session_bytes", budget, sub)
-        b.add_artifact_file(
-            rel, "application/x-ndjson", sub, limits.max_session_bytes, "max_session_bytes"
+        utf8 = Utf8Tally()
+        blob = b.add_artifact_file(
+            rel,
+            "application/x-ndjson",
+            sub,
+            limits.max_session_bytes,
+            "max_session_bytes",
+            utf8=utf8.verdict,
         )
         meta = sub.with_name(sub.stem + layout.META_SUFFIX)
+        call_id = None
         if meta.is_file():
-            b.add_artifact(
+            kept = b.add_artifact(
                 f"{layout.SUBAGENTS}/{meta.name}",
                 "application/json",
                 read_bounded(meta, 16 * 1024**2),
             )
+            call_id = native.spawning_call(kept.read())
+        assert blob.whole_file is not None
+        found.append(_Sub(sub, rel, blob.whole_file, utf8, call_id))
+    return found
+
+
+@dataclass
+class _Sub:
+    """A sub-agent transcript kept as an artifact of its parent (``rel``), read from
+    ``copy``; ``call_id`` is the ``toolUseId`` its ``.meta.json`` names."""
+
+    path: Path
+    rel: str
+    copy: Path
+    utf8: Utf8Tally
+    call_id: str | None
+
+
+def _project(
+    b: SnapshotBuilder,
+    copy: Path,
+    name: str,
+    transcript: Path,
+    subagent: bool,
+    limits: Limits,
+    utf8: Utf8Tally,
+) -> tuple[_Scan, _Projector]:
+    """Scan the transcript's copy for its chain, then make its records in ``b``."""
+    scan = _Scan()
+    try:
+        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
+            scan.line(number, obj)
+    except LimitError:
+        pass  # the projection below refuses the same line with the same error
+    chain = scan.chain(subagent)
+    on_chain = set(chain)
+    in_order = all(a < b_ for a, b_ in itertools.pairwise(chain))
+    b.source = b.source.model_copy(update={"harness_version": scan.version})
+
+    proj = _Projector(b, name)
+    held: dict[int, dict[str, Any]] = {}
+    max_records = limits.max_records
+    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
+        uid = obj.get("uuid")
+        if not native.is_chain(obj) or not isinstance(uid, str):
+            _side(number, obj, b.diagnostics, name)
+            continue
+        if scan.line_of.get(uid) != number:  # the first pass kept the uuid's first line
+            b.diagnostics.add("duplicate-message", f"{name}:{number}")
+            continue
+        if number not in on_chain:
+            code = "nested-namespace" if uid in scan.sidechain and not subagent else "rewound"
+            b.diagnostics.add(code, f"{name}:{number}")
+        elif in_order:
+            proj.line(number, obj)
+        else:
+            held[number] = obj
+        if b.record_count > max_records:
+            raise LimitError(transcript, "max_records", max_records, line=number)
+    for number in chain if held else ():
+        proj.line(number, held[number])
+    proj.finish()
+    return scan, proj
+
+
+def _session(sid: str, scan: _Scan, proj: _Projector, parent: str | None) -> Session:
+    titles = scan.titles
+    title = next((titles[k] for k in native.TITLE_TYPES if k in titles), None)
+    return Session(
+        id=sid,
+        title=title or (proj.first_prompt.strip() if proj.first_prompt else None),
+        cwd=scan.cwd,
+        model=proj.model,
+        branch=scan.branch,
+        created_at=time_from_iso(scan.first_time) if scan.first_time else None,
+        updated_at=time_from_iso(scan.last_time) if scan.last_time else None,
+        parent_session_id=parent,
+    )
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
@@ -399,58 +486,28 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     )
     copy = blob.whole_file
     assert copy is not None
+    subs: list[_Sub] = []
     if subagent:
         _subagent_meta(transcript, b)
     else:
-        _children(transcript, b, limits, blob.size)
+        subs = _children(transcript, b, limits, blob.size)
 
-    scan = _Scan()
-    try:
-        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
-            scan.line(number, obj)
-    except LimitError:
-        pass  # the projection below refuses the same line with the same error
-    chain = scan.chain(subagent)
-    on_chain = set(chain)
-    in_order = all(a < b_ for a, b_ in itertools.pairwise(chain))
-    b.source = Source(
-        harness="claude", harness_version=scan.version, session_id=sid, locator=locator
-    )
-
-    proj = _Projector(b, name)
-    held: dict[int, dict[str, Any]] = {}
-    max_records = limits.max_records
-    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
-        uid = obj.get("uuid")
-        if not native.is_chain(obj) or not isinstance(uid, str):
-            _side(number, obj, b.diagnostics, name)
-            continue
-        if scan.line_of.get(uid) != number:  # the first pass kept the uuid's first line
-            b.diagnostics.add("duplicate-message", f"{name}:{number}")
-            continue
-        if number not in on_chain:
-            code = "nested-namespace" if uid in scan.sidechain and not subagent else "rewound"
-            b.diagnostics.add(code, f"{name}:{number}")
-        elif in_order:
-            proj.line(number, obj)
-        else:
-            held[number] = obj
-        if b.record_count > max_records:
-            raise LimitError(transcript, "max_records", max_records, line=number)
-    for number in chain if held else ():
-        proj.line(number, held[number])
-    proj.finish()
-
-    titles = scan.titles
-    title = next((titles[k] for k in native.TITLE_TYPES if k in titles), None)
-    b.session = Session(
-        id=sid,
-        title=title or (proj.first_prompt.strip() if proj.first_prompt else None),
-        cwd=scan.cwd,
-        model=proj.model,
-        branch=scan.branch,
-        created_at=time_from_iso(scan.first_time) if scan.first_time else None,
-        updated_at=time_from_iso(scan.last_time) if scan.last_time else None,
-        parent_session_id=parent_id or (scan.session_id if subagent else None),
-    )
+    scan, proj = _project(b, copy, name, transcript, subagent, limits, utf8)
+    b.session = _session(sid, scan, proj, parent_id or (scan.session_id if subagent else None))
+    for sub in subs:
+        # a sub-agent of this session: a child linked to the Agent call its meta names
+        call = sub.call_id if sub.call_id in proj.calls else None
+        if sub.call_id is not None and call is None:
+            b.diagnostics.add("subagent-unlinked", sub.rel)
+        kid = b.child(
+            Source(
+                harness="claude",
+                harness_version=None,
+                session_id=sub.path.stem,
+                locator=f"{project.name}/{sid}/{sub.rel}",
+            ),
+            call,
+        )
+        kid_scan, kid_proj = _project(kid, sub.copy, sub.rel, sub.path, True, limits, sub.utf8)
+        kid.session = _session(sub.path.stem, kid_scan, kid_proj, sid)
     return b.build()

@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from trajconv.codecs.claude import layout, native
 from trajconv.codecs.jsonl import iter_file_objects, iter_objects
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.models import Child, Snapshot
 from trajconv.snapshot.spool import Blob, Spool
 
 #: what the Messages API accepts as a ``tool_use`` id
@@ -107,16 +108,26 @@ def _signatures(snapshot: Snapshot) -> dict[tuple[str, int, str], str]:
 class _Chain:
     """Chain lines written to a spool file as they are made; ids from the Snapshot."""
 
-    def __init__(self, snapshot: Snapshot, sid: str, cwd: str, out: Any) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        sid: str,
+        cwd: str,
+        out: Any,
+        agent: str | None = None,
+        branch: str | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.sid = sid
         self.cwd = cwd
         self.out = out
+        #: a sub-agent's transcript: its lines are a sidechain with its ``agentId``
+        self.agent = agent
         self.parent: str | None = None
         self.n = 0
         self.message_id: str | None = None
         self.last_prompt: str | None = None
-        self.branch = snapshot.session.branch
+        self.branch = branch if agent is not None else snapshot.session.branch
         #: the earliest and latest ``timestamp`` written, and the model of the last assistant
         #: line: what the reader takes the session's times and model from
         self.first_time: str | None = None
@@ -124,20 +135,25 @@ class _Chain:
         self.model: str | None = None
 
     def _uuid(self, what: str) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:claude:{what}"))
+        side = f"agent:{self.agent}:" if self.agent is not None else ""
+        return str(
+            uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.snapshot.id}:claude:{side}{what}")
+        )
 
     def line(self, kind: str, time: str | None, **fields: Any) -> None:
         self.n += 1
         uid = self._uuid(f"line:{self.n}")
         obj: dict[str, Any] = {
             "parentUuid": self.parent,
-            "isSidechain": False,
+            "isSidechain": self.agent is not None,
             "userType": "external",
             "cwd": self.cwd,
             "sessionId": self.sid,
         }
         if self.branch:
             obj["gitBranch"] = self.branch
+        if self.agent is not None:
+            obj["agentId"] = self.agent
         obj["type"] = kind
         obj.update(fields)
         obj["uuid"] = uid
@@ -236,6 +252,123 @@ def _name_session_facts(snapshot: Snapshot, chain: _Chain, cwd: str, diags: Diag
         diags.add("untranslated-cwd", "cwd (--cwd)")
 
 
+@dataclass
+class _Context:
+    """What lowering a session's records needs, the same for a sub-agent's."""
+
+    snapshot: Snapshot
+    diags: Diagnostics
+    model: str | None
+    signatures: dict[tuple[str, int, str], str]
+    own: bool
+    ids: dict[str, str] = field(default_factory=dict)
+
+    def tool_id(self, call_id: str) -> str:
+        return _tool_id(call_id, self.snapshot, self.ids, self.diags)
+
+
+def _lower(records: Iterable[Any], chain: _Chain, ctx: _Context, drop: set[str]) -> None:
+    """One pass over ``records``, each written as the chain lines the CLI reads."""
+    for rec in records:
+        if rec.id in drop:
+            ctx.diags.add(dropped_code(rec.kind), rec.id)
+            continue
+        if rec.kind == "user":
+            if native.HARNESS_TEXT.match(rec.text):
+                # e.g. a Harbor trajectory's <system-reminder> step: the model sees it as
+                # written, the reader (as for the CLI's own lines) takes it for context
+                ctx.diags.add("user-read-as-context", rec.id)
+            chain.user(rec.text, rec.time)
+            chain.last_prompt = rec.text
+        elif rec.kind == "assistant":
+            model = _model(rec, ctx.model, ctx.diags)
+            chain.assistant({"type": "text", "text": rec.text}, model, rec.time)
+        elif rec.kind == "reasoning":
+            ev = rec.evidence
+            sig = ctx.signatures.get((ev.artifact, ev.line or 0, ev.json_path or ""))
+            if sig is None:
+                ctx.diags.add("untranslated-reasoning", rec.id)
+                continue
+            thinking = {"type": "thinking", "thinking": rec.text, "signature": sig}
+            chain.assistant(thinking, _model(rec, ctx.model, ctx.diags), rec.time)
+        elif rec.kind == "tool-call":
+            args = rec.call.arguments
+            if not isinstance(args, dict):
+                ctx.diags.add("defaults-assumed", rec.id)
+                args = {"_raw": args}
+            block: dict[str, Any] = {
+                "type": "tool_use",
+                "id": ctx.tool_id(rec.call.id),
+                "name": rec.call.name,
+                "input": args,
+            }
+            chain.assistant(block, ctx.model, rec.time)
+        elif rec.kind == "tool-result":
+            res = rec.result
+            if res.ok is None:
+                ctx.diags.add("tool-status-assumed", rec.id)
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": ctx.tool_id(res.call_id),
+                "content": _result_text(rec.id, res.output, res.exit_code, ctx.diags),
+                "is_error": res.ok is False,
+            }
+            chain.user([result], rec.time)
+        elif rec.kind == "system" and ctx.own and _sent_harness_text(rec):
+            # the CLI's own user-role text (a reminder, a command echo, a task
+            # notification) went to the model: it goes again as an isMeta user line
+            chain.user(rec.text, rec.time, isMeta=True)
+        elif rec.kind == "system":
+            chain.line("system", rec.time, subtype="informational", content=rec.text, level="info")
+            if not (ctx.own and (rec.evidence.native or "").startswith("system:")):
+                # kept in the transcript, but the model no longer sees it (only the
+                # CLI's own system lines never went to the model)
+                ctx.diags.add("untranslated-system", rec.id)
+        else:
+            ctx.diags.add(f"untranslated-{rec.kind}", rec.id)
+
+
+_AGENT_ID = re.compile(r"^agent-([A-Za-z0-9]{1,64})$")
+
+
+def _agent_id(snapshot: Snapshot, child: Child, diags: Diagnostics) -> str:
+    """A sub-agent's ``agentId``: a Claude Code source's own (its file is ``agent-<id>``),
+    else derived from the Snapshot id and the child's (``ids-derived``), shaped as the
+    CLI's: ``a`` and 16 hex digits."""
+    own = _AGENT_ID.match(child.session.id)
+    if snapshot.source.harness == "claude" and own:
+        return own.group(1)
+    diags.add("ids-derived", f"agentId of sub-agent {child.session.id}")
+    digest = uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:agent:{child.id}")
+    return "a" + digest.hex[:16]
+
+
+def _agent_meta(snapshot: Snapshot, child: Child, ctx: _Context) -> bytes:
+    """The sub-agent's ``.meta.json``: a Claude Code source's own (kept in the Snapshot),
+    with ``toolUseId`` naming the parent's call as written; else only ``toolUseId``."""
+    meta: dict[str, Any] = {}
+    if snapshot.source.harness == "claude":
+        art = next(
+            (
+                a
+                for a in snapshot.artifacts
+                if a.name == f"{layout.SUBAGENTS}/{child.session.id}{layout.META_SUFFIX}"
+            ),
+            None,
+        )
+        data = art.read() if art is not None else None
+        try:
+            found = json.loads(data) if data is not None else {}
+        except ValueError:
+            found = {}
+        meta = found if isinstance(found, dict) else {}
+    if child.parent_call_id is not None:
+        meta["toolUseId"] = ctx.tool_id(child.parent_call_id)
+    else:
+        meta.pop("toolUseId", None)
+    return _dumps(meta).encode()
+
+
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
@@ -247,74 +380,16 @@ def plan(
     sid = safe_component(session_id(snapshot, diags), "session id")
     key = layout.project_key(workdir)
     session = snapshot.session
-    signatures = _signatures(snapshot)
-    own = snapshot.source.harness == "claude"
-    ids: dict[str, str] = {}
+    ctx = _Context(
+        snapshot, diags, session.model, _signatures(snapshot), snapshot.source.harness == "claude"
+    )
 
     spool = Spool()
     path = spool.new_file("transcript.jsonl")
     with path.open("wb") as out:
         chain = _Chain(snapshot, sid, workdir, out)
         diags.add("ids-derived", "uuid / parentUuid / message.id")
-        for rec in snapshot.records:
-            if rec.id in drop:
-                diags.add(dropped_code(rec.kind), rec.id)
-                continue
-            if rec.kind == "user":
-                if native.HARNESS_TEXT.match(rec.text):
-                    # e.g. a Harbor trajectory's <system-reminder> step: the model sees it as
-                    # written, the reader (as for the CLI's own lines) takes it for context
-                    diags.add("user-read-as-context", rec.id)
-                chain.user(rec.text, rec.time)
-                chain.last_prompt = rec.text
-            elif rec.kind == "assistant":
-                model = _model(rec, session.model, diags)
-                chain.assistant({"type": "text", "text": rec.text}, model, rec.time)
-            elif rec.kind == "reasoning":
-                ev = rec.evidence
-                sig = signatures.get((ev.artifact, ev.line or 0, ev.json_path or ""))
-                if sig is None:
-                    diags.add("untranslated-reasoning", rec.id)
-                    continue
-                thinking = {"type": "thinking", "thinking": rec.text, "signature": sig}
-                chain.assistant(thinking, _model(rec, session.model, diags), rec.time)
-            elif rec.kind == "tool-call":
-                args = rec.call.arguments
-                if not isinstance(args, dict):
-                    diags.add("defaults-assumed", rec.id)
-                    args = {"_raw": args}
-                block: dict[str, Any] = {
-                    "type": "tool_use",
-                    "id": _tool_id(rec.call.id, snapshot, ids, diags),
-                    "name": rec.call.name,
-                    "input": args,
-                }
-                chain.assistant(block, session.model, rec.time)
-            elif rec.kind == "tool-result":
-                res = rec.result
-                if res.ok is None:
-                    diags.add("tool-status-assumed", rec.id)
-                result: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": _tool_id(res.call_id, snapshot, ids, diags),
-                    "content": _result_text(rec.id, res.output, res.exit_code, diags),
-                    "is_error": res.ok is False,
-                }
-                chain.user([result], rec.time)
-            elif rec.kind == "system" and own and _sent_harness_text(rec):
-                # the CLI's own user-role text (a reminder, a command echo, a task
-                # notification) went to the model: it goes again as an isMeta user line
-                chain.user(rec.text, rec.time, isMeta=True)
-            elif rec.kind == "system":
-                chain.line(
-                    "system", rec.time, subtype="informational", content=rec.text, level="info"
-                )
-                if not (own and (rec.evidence.native or "").startswith("system:")):
-                    # kept in the transcript, but the model no longer sees it (only the
-                    # CLI's own system lines never went to the model)
-                    diags.add("untranslated-system", rec.id)
-            else:
-                diags.add(f"untranslated-{rec.kind}", rec.id)
+        _lower(snapshot.records, chain, ctx, drop)
         if chain.last_prompt is not None:
             out.write(
                 (
@@ -344,12 +419,34 @@ def plan(
         _name_session_facts(snapshot, chain, workdir, diags)
 
     rel = f"{layout.CONFIG}/{layout.PROJECTS}/{key}/{sid}{layout.SUFFIX}"
+    files = [ExportFile(f"home/{rel}", _spooled(path, spool))]
+    session_paths = [rel]
+    written: list[str] = []
+    for child in snapshot.children:
+        if child.session.parent_session_id != session.id:
+            continue  # a sub-agent's own sub-agent: counted as untranslated-subagent
+        agent = _agent_id(snapshot, child, diags)
+        kid_path = spool.new_file(f"agent-{agent}.jsonl")
+        with kid_path.open("wb") as out:
+            kid = _Chain(snapshot, sid, child.session.cwd or workdir, out, agent, session.branch)
+            # one id map: a call id the parent's lines derived is the meta's toolUseId
+            _lower(child.records, kid, replace(ctx, model=child.session.model or ctx.model), set())
+        base = f"{layout.CONFIG}/{layout.PROJECTS}/{key}/{sid}"
+        if not written:
+            session_paths.append(base)
+        stem = f"{base}/{layout.SUBAGENTS}/{layout.AGENT_PREFIX}{agent}"
+        files.append(ExportFile(f"home/{stem}{layout.SUFFIX}", _spooled(kid_path, spool)))
+        files.append(
+            ExportFile(f"home/{stem}{layout.META_SUFFIX}", _agent_meta(snapshot, child, ctx))
+        )
+        written.append(child.id)
     return ExportPlan(
         target="claude",
         session_id=sid,
         snapshot_id=snapshot.id,
-        files=[ExportFile(f"home/{rel}", _spooled(path, spool))],
-        session_paths=[rel],
+        files=files,
+        session_paths=session_paths,
+        children_written=tuple(written),
         resume_argv=["claude", "--resume", sid],
         diagnostics=diags.to_models(),
         dir_modes={layout.CONFIG: 0o700},

@@ -5,11 +5,12 @@ Format facts and sources: ``codecs/codex/README.md``, checked against the real C
 contract and what it cannot carry.
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, LazyCodec
 
 CODEC = LazyCodec(
     name="codex",
     aliases=("codex-cli", "openai-codex"),
     description="OpenAI Codex CLI: one rollout-*.jsonl per session under sessions/YYYY/MM/DD",
     package=__name__,
+    capabilities=Capabilities(subagents=True),
 )

@@ -8,6 +8,7 @@ paginated shape).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from trajconv.codecs.base import CODEX_EXEC_EXIT, CODEX_PATCH_EXIT
@@ -120,3 +121,18 @@ def parse_arguments(raw: Any) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw
+
+
+#: the tool that spawns a sub-agent thread (namespace ``multi_agent_v1``, 0.171.0); its
+#: output is ``{"agent_id": "<thread id>", "nickname": ...}``
+SPAWN_TOOL = "spawn_agent"
+
+
+def spawned_thread(output: str) -> str | None:
+    """The thread id a ``spawn_agent`` output names, or ``None``."""
+    try:
+        doc = json.loads(output)
+    except ValueError:
+        return None
+    agent = doc.get("agent_id") if isinstance(doc, dict) else None
+    return agent if isinstance(agent, str) and agent else None

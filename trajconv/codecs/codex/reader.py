@@ -105,8 +105,14 @@ def _has_response_items(copy: Path, limits: Limits) -> bool:
 
 
 class _Projector:
-    def __init__(self, b: SnapshotBuilder, artifact: str, responses: bool) -> None:
+    def __init__(
+        self, b: SnapshotBuilder, artifact: str, responses: bool, prefix: str = "codex:"
+    ) -> None:
         self.b = b
+        #: record ids are ``<prefix>L<line>``; a sub-agent's carry its thread id too
+        self.prefix = prefix
+        #: thread id of each sub-agent this rollout spawned -> the spawning call's id
+        self.spawned: dict[str, str] = {}
         self.d = b.diagnostics
         self.art = artifact
         self.responses = responses  # True: the response_item family is the conversation
@@ -156,7 +162,7 @@ class _Projector:
         model = self.model if kind in ("assistant", "reasoning") else None
         self.b.add_text(
             kind,
-            f"codex:L{number}",
+            f"{self.prefix}L{number}",
             text,
             time=time,
             turn=self.turn,
@@ -206,7 +212,7 @@ class _Projector:
             body = json.dumps(action, ensure_ascii=False, sort_keys=True) if action else ""
             self.b.add_text(
                 "observation",
-                f"codex:L{number}",
+                f"{self.prefix}L{number}",
                 f"web_search_call {body}".strip(),
                 time=time,
                 turn=self.turn,
@@ -236,7 +242,7 @@ class _Projector:
         else:
             name = "local_shell"
             arguments = p.get("action") if isinstance(p.get("action"), dict) else {}
-        rid = f"codex:L{number}"
+        rid = f"{self.prefix}L{number}"
         self.b.add_call(
             rid, call_id, name, arguments, time=time, turn=self.turn,
             evidence=self.ev(number, nk, p.get("id")),
@@ -257,6 +263,10 @@ class _Projector:
         text = native.output_text(raw)
         if text is None:
             text = json.dumps(raw, ensure_ascii=False, sort_keys=True)
+        if call[1] == native.SPAWN_TOOL:
+            spawned = native.spawned_thread(text)
+            if spawned is not None:
+                self.spawned.setdefault(spawned, str(call_id))
         exit_code, status = self.ends.get(str(call_id), (None, None))
         if exit_code is None:
             exit_code = native.exit_code_from_output(ptype, text)
@@ -269,7 +279,7 @@ class _Projector:
             failed = native.output_failed(ptype, text)
             ok = None if failed is None else not failed
         self.b.add_result(
-            f"codex:L{number}", str(call_id), ok, text, time=time, turn=self.turn,
+            f"{self.prefix}L{number}", str(call_id), ok, text, time=time, turn=self.turn,
             evidence=self.ev(number, nk, p.get("id")), exit_code=exit_code,
         )  # fmt: skip
         call[2] = True
@@ -289,6 +299,11 @@ class _Projector:
                     code if isinstance(code, int) and not isinstance(code, bool) else None,
                     status if isinstance(status, str) else None,
                 )
+                self.d.add("lifecycle-dropped", place, name=f"{nk}:{itype}")
+            elif itype == "CollabAgentToolCall" and isinstance(item.get("id"), str):
+                for thread in _list(item.get("receiver_thread_ids")):
+                    if isinstance(thread, str):
+                        self.spawned.setdefault(thread, item["id"])
                 self.d.add("lifecycle-dropped", place, name=f"{nk}:{itype}")
             elif itype in native.ITEM_DUPLICATES:
                 self.d.add("duplicate-message", place, name=f"{nk}:{itype}")
@@ -322,7 +337,9 @@ class _Projector:
                 self.d.add("pending-tool-call", rid, name=name)
 
 
-def _index(rollout: Path, sid: str, b: SnapshotBuilder) -> dict[str, Any]:
+def _index(
+    rollout: Path, sid: str, b: SnapshotBuilder, name: str = INDEX_ARTIFACT
+) -> dict[str, Any]:
     """The thread's row of ``state_5.sqlite`` (title, parent edge), when the home has one."""
     from trajconv.codecs.deepagents.native import open_store
 
@@ -355,28 +372,17 @@ def _index(rollout: Path, sid: str, b: SnapshotBuilder) -> dict[str, Any]:
     if parent is not None:
         found["parent_thread_id"] = parent
     b.add_artifact(
-        INDEX_ARTIFACT,
+        name,
         "application/json",
         json.dumps(found, ensure_ascii=False, sort_keys=True).encode(),
     )
     return found
 
 
-def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
-    limits = limits or Limits()
-    rollout = layout.resolve(path, session)
-    meta = _head(rollout, limits)
-    named = layout.parse_name(rollout.name)
-    sid = _str(meta.get("id")) or (named[1] if named else rollout.stem)
-    b = SnapshotBuilder(
-        Source(
-            harness="codex",
-            harness_version=_str(meta.get("cli_version")),
-            session_id=sid,
-            locator=layout.locator(rollout),
-        ),
-        READER,
-    )
+def _project(
+    b: SnapshotBuilder, rollout: Path, meta: dict[str, Any], sid: str, limits: Limits, prefix: str
+) -> _Projector:
+    """Keep the rollout as an artifact and make its records in ``b``; the session facts."""
     artifact = rollout.name
     utf8 = Utf8Tally()
     blob = b.add_artifact_file(
@@ -391,8 +397,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     assert copy is not None
     if not meta:
         b.diagnostics.add("metadata-missing", f"{artifact}:1")
-    index = _index(rollout, sid, b)
-    proj = _Projector(b, artifact, _has_response_items(copy, limits))
+    # a sub-agent's row is kept beside its parent's, under its thread id
+    index = _index(
+        rollout, sid, b, INDEX_ARTIFACT if prefix == "codex:" else f"{INDEX_ARTIFACT}:{sid}"
+    )
+    proj = _Projector(b, artifact, _has_response_items(copy, limits), prefix)
     source = meta.get("source")
     spawn = source.get("subagent") if isinstance(source, dict) else None
     spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
@@ -417,4 +426,93 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             raise LimitError(rollout, "max_records", max_records, line=number)
     proj.finish()
     b.session = Session(**facts, model=proj.model, updated_at=proj.last_time)
+    return proj
+
+
+#: how many generations of spawned rollouts are read as children
+MAX_DEPTH = 8
+
+
+#: how much of a rollout's first line is searched for the parent it names
+_HEAD_PREFIX = 4096
+
+
+def _names_parent(path: Path, sid: str) -> bool:
+    """Whether the start of ``path``'s ``session_meta`` names thread ``sid`` as its parent
+    (0.171.0 writes ``parent_thread_id`` before the long instructions)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_PREFIX)
+    except OSError:
+        return False
+    return f'"parent_thread_id":"{sid}"'.encode() in head.split(b"\n", 1)[0]
+
+
+def _spawned_rollouts(
+    rollout: Path, sid: str, spawned: dict[str, str]
+) -> list[tuple[Path, str | None]]:
+    """The rollouts in the same home of the threads this one spawned: those ``spawned``
+    names (thread -> call), found by the id in their file names, and those started since
+    whose ``session_meta`` names it as their parent (a spawning call the rollout does not
+    record, as in a converted session); each with its spawning call id when known."""
+    home = layout.home_of(rollout)
+    named = layout.parse_name(rollout.name)
+    if home is None or named is None:
+        return []
+    found: list[tuple[Path, str | None]] = []
+    for path in layout.rollouts(home):
+        other = layout.parse_name(path.name)
+        if other is None or path == rollout:
+            continue
+        if other[1] in spawned:
+            found.append((path, spawned[other[1]]))
+        elif other[0] >= named[0] and _names_parent(path, sid):
+            found.append((path, None))
+    found.sort(key=lambda item: item[0].name)
+    return found
+
+
+def _children(
+    b: SnapshotBuilder,
+    rollout: Path,
+    sid: str,
+    proj: _Projector,
+    limits: Limits,
+    seen: set[str],
+    depth: int,
+) -> None:
+    """Each rollout the session spawned (``parent_thread_id`` is its id) as a child of the
+    Snapshot, linked to the ``spawn_agent`` call, and theirs in turn."""
+    if depth >= MAX_DEPTH:
+        return
+    for path, call_id in _spawned_rollouts(rollout, sid, proj.spawned):
+        meta = _head(path, limits)
+        named = layout.parse_name(path.name)
+        kid_id = _str(meta.get("id")) or (named[1] if named else path.stem)
+        if kid_id in seen or _str(meta.get("parent_thread_id")) != sid:
+            continue  # not its child by its own account (or met already)
+        seen.add(kid_id)
+        kid = b.child(_source(meta, kid_id, path), call_id)
+        kid_proj = _project(kid, path, meta, kid_id, limits, f"codex:{kid_id}:")
+        _children(b, path, kid_id, kid_proj, limits, seen, depth + 1)
+
+
+def _source(meta: dict[str, Any], sid: str, rollout: Path) -> Source:
+    return Source(
+        harness="codex",
+        harness_version=_str(meta.get("cli_version")),
+        session_id=sid,
+        locator=layout.locator(rollout),
+    )
+
+
+def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
+    limits = limits or Limits()
+    rollout = layout.resolve(path, session)
+    meta = _head(rollout, limits)
+    named = layout.parse_name(rollout.name)
+    sid = _str(meta.get("id")) or (named[1] if named else rollout.stem)
+    b = SnapshotBuilder(_source(meta, sid, rollout), READER)
+    proj = _project(b, rollout, meta, sid, limits, "codex:")
+    _children(b, rollout, sid, proj, limits, {sid}, 0)
     return b.build()

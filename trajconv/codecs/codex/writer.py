@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
 from trajconv.codecs.codex import layout, native
 from trajconv.codecs.export import generic_prepare_script
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.models import Child, Snapshot
 from trajconv.snapshot.spool import Blob, Spool
 
 #: the provider id Codex uses when config.toml names none (its built-in OpenAI provider)
@@ -109,6 +109,145 @@ def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
     return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
+def _write_body(
+    records: Iterable[Any],
+    out: BinaryIO,
+    drop: set[str],
+    diags: Diagnostics,
+    start: str | None,
+) -> tuple[str | None, str | None]:
+    """The rollout lines after ``session_meta``, one pass over ``records``; returns the
+    session's start (``start``, else the first record time) and the last line's time."""
+    last = start
+    custom: set[str] = set()  # call ids written as custom_tool_call
+    written = last  # the time of the last line written: the re-read's updated_at
+    for rec in records:
+        if rec.time is not None:
+            last = rec.time
+            start = start or rec.time
+        time = rec.time or last or EPOCH
+        if rec.id in drop:
+            diags.add(dropped_code(rec.kind), rec.id)
+            continue
+        if rec.kind not in _WRITTEN:
+            diags.add(f"untranslated-{rec.kind}", rec.id)
+            continue
+        written = time
+        if rec.time is None:  # the line takes the time before it (or the epoch)
+            diags.add("timestamps-synthesized", rec.id)
+        if rec.kind == "assistant" and rec.model is not None:
+            # no turn_context is written: the CLI uses the configured model
+            diags.add("untranslated-model", rec.id)
+        if rec.kind in ("user", "assistant", "system"):
+            role = {"user": "user", "assistant": "assistant", "system": "developer"}[rec.kind]
+            if rec.kind == "system" and rec.evidence.native == USER_CONTEXT:
+                role = "user"  # Codex's own context (<environment_context>, AGENTS.md)
+            part = "output_text" if rec.kind == "assistant" else "input_text"
+            message = {
+                "type": "message",
+                "role": role,
+                "content": [{"type": part, "text": rec.text}],
+            }
+            out.write(_line(time, native.RESPONSE_ITEM, message))
+            if rec.kind == "user":
+                event = {"type": "user_message", "message": rec.text, "images": []}
+                out.write(_line(time, native.EVENT_MSG, event))
+            elif rec.kind == "assistant":
+                event = {"type": "agent_message", "message": rec.text}
+                out.write(_line(time, native.EVENT_MSG, event))
+        elif rec.kind == "tool-call":
+            call = rec.call
+            item: dict[str, Any]
+            if _is_patch(call.name, call.arguments):
+                assert isinstance(call.arguments, dict)
+                custom.add(call.id)
+                item = {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "input": call.arguments["input"],
+                }
+            else:
+                item = {
+                    "type": "function_call",
+                    "name": call.name,
+                    "arguments": _arguments_text(call.arguments),
+                    "call_id": call.id,
+                }
+            out.write(_line(time, native.RESPONSE_ITEM, item))
+        elif rec.kind == "tool-result":
+            res = rec.result
+            kind = "custom_tool_call_output" if res.call_id in custom else "function_call_output"
+            text = _with_status(kind, res.output, res.ok, res.exit_code)
+            if text is not None:
+                diags.add("exit-status-in-text", rec.id)
+            failed = native.output_failed(kind, text or res.output)
+            if res.ok is not None and (
+                # the status a reader finds in the text is not the recorded one, or a
+                # failure is in the text only: the model gets no status field
+                failed is None or failed == res.ok or (text is not None and not res.ok)
+            ):
+                diags.add("untranslated-tool-status", rec.id)
+            item = {"type": kind, "call_id": res.call_id, "output": text or res.output}
+            out.write(_line(time, native.RESPONSE_ITEM, item))
+    return start, written
+
+
+def _meta_line(
+    sid: str,
+    start: str,
+    cwd: str,
+    provider: str,
+    branch: str | None,
+    parent: tuple[str, int] | None = None,
+) -> bytes:
+    """The ``session_meta`` line; a spawned thread's names its parent ``(thread, depth)`` as
+    0.171.0 writes it for a sub-agent (``parent_thread_id`` and a ``source.subagent.
+    thread_spawn``; codecs/codex/README.md), the agent's nickname, path and role unknown."""
+    meta: dict[str, Any] = {"id": sid}
+    if parent is not None:
+        meta["parent_thread_id"] = parent[0]
+    meta |= {
+        "timestamp": start,
+        "cwd": cwd,
+        "originator": ORIGINATOR,
+        # required by the CLI's session_meta parser; no Codex version wrote this file
+        "cli_version": "",
+        "source": "cli",
+        "model_provider": provider,
+    }
+    if parent is not None:
+        spawn = {
+            "parent_thread_id": parent[0],
+            "depth": parent[1] + 1,
+            "agent_path": None,
+            "agent_nickname": None,
+            "agent_role": None,
+        }
+        meta["source"] = {"subagent": {"thread_spawn": spawn}}
+        meta["thread_source"] = "subagent"
+    if branch is not None:
+        meta["git"] = {"branch": branch}
+    return _line(start, native.SESSION_META, meta)
+
+
+def _child_thread(snapshot: Snapshot, child: Child, diags: Diagnostics) -> str:
+    """A sub-agent's thread id: its own when it is a UUID, else derived (``ids-derived``)."""
+    if layout.is_uuid(child.session.id):
+        return str(uuid.UUID(child.session.id))
+    diags.add("ids-derived", f"thread id of sub-agent {child.session.id}")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:codex-thread:{child.id}"))
+
+
+def _with_head(head: bytes, body: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
+    def chunks() -> Iterator[bytes]:
+        yield head
+        yield from _spooled(body, spool)()
+
+    return chunks
+
+
 def plan(
     snapshot: Snapshot,
     *,
@@ -129,83 +268,8 @@ def plan(
 
     spool = Spool()
     body_path = spool.new_file("rollout-body.jsonl")
-    start = session.created_at
-    last = start
-    custom: set[str] = set()  # call ids written as custom_tool_call
-    written = last  # the time of the last line written: the re-read's updated_at
     with body_path.open("wb") as out:
-        for rec in snapshot.records:
-            if rec.time is not None:
-                last = rec.time
-                start = start or rec.time
-            time = rec.time or last or EPOCH
-            if rec.id in drop:
-                diags.add(dropped_code(rec.kind), rec.id)
-                continue
-            if rec.kind not in _WRITTEN:
-                diags.add(f"untranslated-{rec.kind}", rec.id)
-                continue
-            written = time
-            if rec.time is None:  # the line takes the time before it (or the epoch)
-                diags.add("timestamps-synthesized", rec.id)
-            if rec.kind == "assistant" and rec.model is not None:
-                # no turn_context is written: the CLI uses the configured model
-                diags.add("untranslated-model", rec.id)
-            if rec.kind in ("user", "assistant", "system"):
-                role = {"user": "user", "assistant": "assistant", "system": "developer"}[rec.kind]
-                if rec.kind == "system" and rec.evidence.native == USER_CONTEXT:
-                    role = "user"  # Codex's own context (<environment_context>, AGENTS.md)
-                part = "output_text" if rec.kind == "assistant" else "input_text"
-                message = {
-                    "type": "message",
-                    "role": role,
-                    "content": [{"type": part, "text": rec.text}],
-                }
-                out.write(_line(time, native.RESPONSE_ITEM, message))
-                if rec.kind == "user":
-                    event = {"type": "user_message", "message": rec.text, "images": []}
-                    out.write(_line(time, native.EVENT_MSG, event))
-                elif rec.kind == "assistant":
-                    event = {"type": "agent_message", "message": rec.text}
-                    out.write(_line(time, native.EVENT_MSG, event))
-            elif rec.kind == "tool-call":
-                call = rec.call
-                item: dict[str, Any]
-                if _is_patch(call.name, call.arguments):
-                    assert isinstance(call.arguments, dict)
-                    custom.add(call.id)
-                    item = {
-                        "type": "custom_tool_call",
-                        "status": "completed",
-                        "call_id": call.id,
-                        "name": call.name,
-                        "input": call.arguments["input"],
-                    }
-                else:
-                    item = {
-                        "type": "function_call",
-                        "name": call.name,
-                        "arguments": _arguments_text(call.arguments),
-                        "call_id": call.id,
-                    }
-                out.write(_line(time, native.RESPONSE_ITEM, item))
-            elif rec.kind == "tool-result":
-                res = rec.result
-                kind = (
-                    "custom_tool_call_output" if res.call_id in custom else "function_call_output"
-                )
-                text = _with_status(kind, res.output, res.ok, res.exit_code)
-                if text is not None:
-                    diags.add("exit-status-in-text", rec.id)
-                failed = native.output_failed(kind, text or res.output)
-                if res.ok is not None and (
-                    # the status a reader finds in the text is not the recorded one, or a
-                    # failure is in the text only: the model gets no status field
-                    failed is None or failed == res.ok or (text is not None and not res.ok)
-                ):
-                    diags.add("untranslated-tool-status", rec.id)
-                item = {"type": kind, "call_id": res.call_id, "output": text or res.output}
-                out.write(_line(time, native.RESPONSE_ITEM, item))
+        start, written = _write_body(snapshot.records, out, drop, diags, session.created_at)
     if session.created_at is None:
         diags.add("timestamps-synthesized", "session_meta.timestamp")
     start = start or EPOCH
@@ -220,32 +284,39 @@ def plan(
     if session.parent_session_id is not None:
         diags.add("untranslated-parent-session", "a legacy session_meta has no parent")
 
-    meta: dict[str, Any] = {
-        "id": sid,
-        "timestamp": start,
-        "cwd": workdir,
-        "originator": ORIGINATOR,
-        # required by the CLI's session_meta parser; no Codex version wrote this file
-        "cli_version": "",
-        "source": "cli",
-        "model_provider": provider,
-    }
-    if session.branch is not None:
-        meta["git"] = {"branch": session.branch}
-    head = _line(start, native.SESSION_META, meta)
-
-    def chunks() -> Iterator[bytes]:
-        yield head
-        yield from _spooled(body_path, spool)()
-
+    head = _meta_line(sid, start, workdir, provider, session.branch)
+    chunks = _with_head(head, body_path, spool)
     day, stamp = _file_time(start)
     rel = f".codex/{layout.SESSIONS}/{day}/rollout-{stamp}-{sid}.jsonl"
+    files = [ExportFile(f"home/{rel}", chunks, 0o600)]
+    paths = [rel]
+    # sub-agents: spawned rollouts of their own, whose session_meta names the parent thread
+    threads = {session.id: (sid, 0)}
+    children: list[str] = []
+    for child in snapshot.children:
+        parent = threads.get(child.session.parent_session_id or "")
+        if parent is None:
+            continue  # its spawner is not written: counted as untranslated-subagent
+        kid = _child_thread(snapshot, child, diags)
+        threads.setdefault(child.session.id, (kid, parent[1] + 1))
+        kid_path = spool.new_file(f"rollout-{kid}.jsonl")
+        with kid_path.open("wb") as out:
+            kid_start, _ = _write_body(child.records, out, set(), diags, child.session.created_at)
+        kid_start = kid_start or start
+        kid_cwd = child.session.cwd or workdir
+        kid_head = _meta_line(kid, kid_start, kid_cwd, provider, child.session.branch, parent)
+        kid_day, kid_stamp = _file_time(kid_start)
+        kid_rel = f".codex/{layout.SESSIONS}/{kid_day}/rollout-{kid_stamp}-{kid}.jsonl"
+        files.append(ExportFile(f"home/{kid_rel}", _with_head(kid_head, kid_path, spool), 0o600))
+        paths.append(kid_rel)
+        children.append(child.id)
     return ExportPlan(
         target="codex",
         session_id=sid,
         snapshot_id=snapshot.id,
-        files=[ExportFile(f"home/{rel}", chunks, 0o600)],
-        session_paths=[rel],
+        files=files,
+        session_paths=paths,
+        children_written=tuple(children),
         resume_argv=["codex", "resume", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),

@@ -18,7 +18,6 @@ message) or ``empty-content``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.gemini import layout
+from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code, parts_of, result_of
 from trajconv.codecs.jsonl import iter_file_objects
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
@@ -37,11 +37,7 @@ READER = "gemini/1"
 PREFIX = "gemini"
 #: a defining place: (file index, line, index in ``$set.messages`` or -1)
 Place = tuple[int, int, int]
-_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
-#: the CLI's shell tool, whose output carries the exit status
-SHELL = "run_shell_command"
 #: user-role text the CLI itself writes: its context, and the summary a compression keeps
-SNAPSHOT = "<state_snapshot>"
 _CONTEXT = ("<session_context>", "<hook_context>", SNAPSHOT)
 _COMMAND = ("/", "?")
 
@@ -59,42 +55,11 @@ def kind_of(obj: dict[str, Any]) -> str:
     return "unknown"
 
 
-def parts_of(content: Any) -> list[Any]:
-    """A PartListUnion as a list of parts (a string is one text part)."""
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"text": content}]
-    if isinstance(content, list):
-        return [{"text": p} if isinstance(p, str) else p for p in content]
-    return [content]
-
-
 def thought_text(thought: dict[str, Any]) -> str:
     """A recorded thought as the CLI replays it: ``**subject** description``."""
     subject = thought.get("subject")
     desc = str(thought.get("description") or "")
     return f"**{subject}** {desc}" if isinstance(subject, str) and subject else desc
-
-
-def result_of(response: Any) -> tuple[str, bool | None]:
-    """``functionResponse.response`` -> (output text, ok from its shape)."""
-    if isinstance(response, dict):
-        if isinstance(response.get("output"), str):
-            return response["output"], True
-        if isinstance(response.get("error"), str):
-            return response["error"], False
-        text = orjson.dumps(response, option=orjson.OPT_SORT_KEYS).decode()
-        return text, False if "error" in response else None
-    if isinstance(response, str):
-        return response, None
-    return orjson.dumps(response).decode(), None
-
-
-def exit_code(output: str) -> int | None:
-    """``Exit Code: N`` of a shell tool's output (a failing command is still ``success``)."""
-    match = _EXIT.search(output)
-    return int(match.group(1)) if match else None
 
 
 @dataclass

@@ -34,7 +34,7 @@ from trajconv.codecs.base import (
     safe_component,
 )
 from trajconv.codecs.gemini import layout
-from trajconv.codecs.gemini.reader import SHELL, SNAPSHOT, exit_code
+from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Record, Snapshot, ToolResult

@@ -23,6 +23,8 @@ from trajconv.errors import FormatError
 DB = "kilo.db"
 DATA_REL = Path(".local") / "share" / "kilo"
 DOCUMENT = "kilo-export.json"
+#: beside the document: one ``kilo export`` document per child session (sub-agent)
+CHILDREN = "kilo-export-children"
 #: tables Kilo adds to OpenCode's schema (7.7.7): a database with them is Kilo's
 OWN_TABLES = ("kilo_board", "kilo_board_message")
 
@@ -35,6 +37,7 @@ FLAVOUR = Flavour(
     db=DB,
     db_env="KILO_DB",
     document=DOCUMENT,
+    children=CHILDREN,
     reader="kilo/1",
     format_version="7.7.7",
     agent="code",

@@ -5,11 +5,12 @@ Format facts and sources: ``codecs/opencode/README.md``; the codec's own README.
 this file states its input contract and what it cannot carry.
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, LazyCodec
 
 CODEC = LazyCodec(
     name="opencode",
     aliases=("opencode-ai", "sst-opencode"),
     description="OpenCode: opencode.db (session/message/part rows), legacy storage/ JSON",
     package=__name__,
+    capabilities=Capabilities(subagents=True),
 )

@@ -21,6 +21,8 @@ from trajconv.errors import FormatError
 DB = "opencode.db"
 DATA_REL = Path(".local") / "share" / "opencode"
 DOCUMENT = "opencode-export.json"
+#: beside the document: one ``opencode export`` document per child session (sub-agent)
+CHILDREN = "opencode-export-children"
 
 #: the names OpenCode gives the lineage's shared format (``trajconv.codecs.opencode_lineage``)
 FLAVOUR = Flavour(
@@ -31,6 +33,7 @@ FLAVOUR = Flavour(
     db=DB,
     db_env="OPENCODE_DB",
     document=DOCUMENT,
+    children=CHILDREN,
     reader="opencode/1",
     format_version="1.18.33",
     agent="build",

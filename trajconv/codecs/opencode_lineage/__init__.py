@@ -34,6 +34,8 @@ class Flavour:
     """The variable that names another database file (``OPENCODE_DB``)."""
     document: str
     """The export document the writer writes (``opencode-export.json``)."""
+    children: str
+    """The folder beside it holding one export document per child session (sub-agent)."""
     reader: str
     """The reader's version tag in the Snapshot (``opencode/1``)."""
     format_version: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -24,7 +24,7 @@ from trajconv.codecs.base import (
 from trajconv.codecs.opencode_lineage import HARNESSES, Flavour
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
-from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.models import Child, Snapshot
 from trajconv.snapshot.spool import CHUNK, Spool
 
 MASK = (1 << 48) - 1
@@ -42,7 +42,7 @@ def prepare_script(flavour: Flavour) -> str:
     """``prepare_import.py`` with ``flavour``'s names (CLI, data folder, database, document)."""
     text = resources.files(__package__).joinpath("prepare_import.py").read_text("utf-8")
     names = {k: getattr(flavour, k) for k in ("label", "cli", "data", "db", "db_env", "document",
-                                                 "package")}  # fmt: skip
+                                                 "children", "package")}  # fmt: skip
     filled = f"FLAVOUR: dict[str, str] = {json.dumps(names)}\n"
     assert text.count(FLAVOUR_LINE) == 1, "prepare_import.py lost its FLAVOUR line"
     return text.replace(FLAVOUR_LINE, filled)
@@ -121,6 +121,9 @@ class _Lowerer:
         self.models_assumed = 0
         self.models_changed = 0  # records whose model reads back as another name
         self.models_given = 0  # records without a model: they read back with their message's
+        #: call id -> the child session it ran (a sub-agent): the task tool keeps it as
+        #: ``state.metadata.sessionId``, which links the child back to the call
+        self.links: dict[str, str] = {}
 
     # -- times and messages
     def _time(self, time: str | None) -> int:
@@ -305,6 +308,8 @@ class _Lowerer:
             exit_code = None
         if truncated:
             meta["truncated"] = True
+        if call_id in self.links:
+            meta["sessionId"] = self.links[call_id]
         if ok is None:
             self.d.add("tool-status-assumed", rid)
         if ok is False and exit_code in (None, 0):
@@ -350,6 +355,90 @@ def session_id(
     return ids.session(created)
 
 
+def _lower(low: _Lowerer, records: Iterable[Any], drop: set[str], diags: Diagnostics) -> None:
+    """One pass over a session's records (the Snapshot's or a child's)."""
+    for rec in records:
+        if rec.id in drop:
+            diags.add(dropped_code(rec.kind), rec.id)
+            continue
+        if rec.kind == "user":
+            low.user(rec.text, rec.time)
+        elif rec.kind in ("assistant", "reasoning"):
+            low.text(rec.kind, rec.text, rec.time, rec.model)
+            if rec.kind == "reasoning" and low.foreign and rec.text.strip():
+                # the CLI sends a reasoning part as reasoning only to the provider/model of
+                # its message; the model continuing a converted session gets it as text
+                diags.add("reasoning-as-text", rec.id)
+        elif rec.kind == "tool-call":
+            low.call(rec.call.id, rec.call.name, rec.call.arguments, rec.time)
+        elif rec.kind == "tool-result":
+            r = rec.result
+            low.result(rec.id, r.call_id, r.ok, r.output, r.truncated, r.exit_code, rec.time)
+        else:
+            diags.add(f"untranslated-{rec.kind}", rec.id)
+
+
+def _child_documents(
+    snapshot: Snapshot,
+    sid: str,
+    workdir: str,
+    diags: Diagnostics,
+    spool: Spool,
+    flavour: Flavour,
+) -> tuple[list[ExportFile], dict[str, str], list[str]]:
+    """Each sub-agent as an export document of its own whose ``info.parentID`` is its
+    spawner's session (imported after it); the spawning calls (call id -> child session id)
+    and the children written."""
+    sessions = {snapshot.session.id: sid}
+    planned: list[tuple[Child, str, int]] = []
+    links: dict[str, str] = {}
+    for child in snapshot.children:
+        parent = sessions.get(child.session.parent_session_id or "")
+        if parent is None:
+            continue  # its spawner is not written: counted as untranslated-subagent
+        base = ms(child.session.created_at) or next(
+            (t for t in (ms(r.time) for r in child.records) if t is not None), 0
+        )
+        own = child.session.id
+        if snapshot.source.harness == flavour.harness and own.startswith("ses_") and own.isascii():
+            kid = own
+        else:
+            diags.add("ids-derived", f"session id of sub-agent {own}")
+            kid = Ids(f"{snapshot.source.harness}:{own}", base).session(base)
+        sessions.setdefault(own, kid)
+        planned.append((child, kid, base))
+        if child.parent_call_id is not None:
+            links.setdefault(child.parent_call_id, kid)
+    files: list[ExportFile] = []
+    for child, kid, base in planned:
+        ids = Ids(f"{snapshot.source.harness}:{child.session.id}", base)
+        path = spool.new_file(f"child-{kid}.json")
+        with path.open("w", encoding="utf-8") as out:
+            low = _Lowerer(snapshot, diags, ids, kid, child.session.cwd or workdir, out, flavour)
+            low.default_model = split_model(child.session.model, low.source) or low.default_model
+            low.model = low.default_model
+            low.time = base
+            low.links = links
+            _lower(low, child.records, set(), diags)
+            low.flush()
+        info: JsonObj = {
+            "id": kid,
+            "slug": f"trajconv-{snapshot.id[7:15]}",
+            "projectID": "global",
+            "directory": child.session.cwd or workdir,
+            "parentID": sessions[child.session.parent_session_id or ""],
+            "title": child.session.title or "",
+            "version": flavour.format_version,
+            "time": {"created": base, "updated": max(low.time, base)},
+        }
+        model = low.default_model or low.model
+        if model is not None:
+            info["model"] = {"id": model[1], "providerID": model[0]}
+        name = f"{flavour.children}/{kid}.json"
+        files.append(ExportFile(name, _Document(info, spool, path), 0o644))
+    return files, links, [c.id for c, _k, _b in planned]
+
+
 def plan(
     snapshot: Snapshot, flavour: Flavour, *, allow_lossy: bool = False, cwd: str | None = None
 ) -> ExportPlan:
@@ -371,29 +460,13 @@ def plan(
     diags.add("ids-derived", "message and part ids")
 
     spool = Spool()
+    child_files, links, children = _child_documents(snapshot, sid, workdir, diags, spool, flavour)
     messages = spool.new_file("messages.json")
     with messages.open("w", encoding="utf-8") as out:
         low = _Lowerer(snapshot, diags, ids, sid, workdir, out, flavour)
         low.time = base
-        for rec in snapshot.records:
-            if rec.id in drop:
-                diags.add(dropped_code(rec.kind), rec.id)
-                continue
-            if rec.kind == "user":
-                low.user(rec.text, rec.time)
-            elif rec.kind in ("assistant", "reasoning"):
-                low.text(rec.kind, rec.text, rec.time, rec.model)
-                if rec.kind == "reasoning" and low.foreign and rec.text.strip():
-                    # OpenCode sends a reasoning part as reasoning only to the provider/model
-                    # of its message; the model continuing a converted session gets it as text
-                    diags.add("reasoning-as-text", rec.id)
-            elif rec.kind == "tool-call":
-                low.call(rec.call.id, rec.call.name, rec.call.arguments, rec.time)
-            elif rec.kind == "tool-result":
-                r = rec.result
-                low.result(rec.id, r.call_id, r.ok, r.output, r.truncated, r.exit_code, rec.time)
-            else:
-                diags.add(f"untranslated-{rec.kind}", rec.id)
+        low.links = links
+        _lower(low, snapshot.records, drop, diags)
         low.flush()
     if created is None:
         low.synthesized += 1
@@ -440,8 +513,9 @@ def plan(
         target=name,
         session_id=sid,
         snapshot_id=snapshot.id,
-        files=[ExportFile(doc, _Document(info, spool, messages), 0o644)],
+        files=[ExportFile(doc, _Document(info, spool, messages), 0o644), *child_files],
         session_paths=[],
+        children_written=tuple(children),
         resume_argv=[cli, "--session", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(flavour),

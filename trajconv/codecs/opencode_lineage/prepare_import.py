@@ -12,7 +12,11 @@ row; if it fails or the check does not match, the session is removed again with 
 session delete`` (messages and parts go with it), so the database is never left with half a
 session. ``--home DIR`` installs into another home (HOME and the XDG folders inside it).
 ``--dry-run`` prints the plan and writes nothing. Standard library only. ``FLAVOUR`` (filled
-in by trajconv's writer) names the CLI, its data folder, database and document.
+in by trajconv's writer) names the CLI, its data folder, database and documents.
+
+Sub-agents are documents of their own under ``<cli>-export-children/`` (``info.parentID``
+names the session that spawned each), imported after the parent in the manifest's order and
+checked the same way; a failure removes every session this run imported.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 FLAVOUR: dict[str, str] = {}  # filled by the writer
 CLI = FLAVOUR.get("cli", "opencode")
 DOCUMENT = FLAVOUR.get("document", "opencode-export.json")
+CHILDREN = FLAVOUR.get("children", "opencode-export-children")
 TIMEOUT = 600
 
 
@@ -43,7 +48,9 @@ def fail(code: int, message: str) -> NoReturn:
     raise SystemExit(code)
 
 
-def check_files() -> dict[str, Any]:
+def check_files() -> list[tuple[str, dict[str, Any]]]:
+    """Every file checked against the manifest; the documents to import, in order (the
+    session, then its children's)."""
     manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
     for entry in manifest["files"]:
         if entry["path"] == "prepare.py":
@@ -54,11 +61,17 @@ def check_files() -> dict[str, Any]:
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["size"]:
             fail(1, f"{entry['path']}: sha256/size do not match the manifest")
-    doc = json.loads((HERE / DOCUMENT).read_text("utf-8"))
-    problems = validate(doc)
-    if problems:
-        fail(1, f"{DOCUMENT}: " + "; ".join(problems[:5]))
-    return dict(doc)
+    names = [DOCUMENT] + [
+        e["path"] for e in manifest["files"] if e["path"].startswith(CHILDREN + "/")
+    ]
+    docs = []
+    for name in names:
+        doc = json.loads((HERE / name).read_text("utf-8"))
+        problems = validate(doc)
+        if problems:
+            fail(1, f"{name}: " + "; ".join(problems[:5]))
+        docs.append((name, dict(doc)))
+    return docs
 
 
 def validate(doc: Any) -> list[str]:
@@ -154,14 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(f"--{CLI}", dest="exe", default=None, help=f"the {CLI} CLI (default: PATH)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     args = parser.parse_args(argv)
-    doc = check_files()
+    docs = check_files()
+    doc = docs[0][1]
     sid = doc["info"]["id"]
     cwd = (args.cwd or Path(doc["info"]["directory"])).expanduser()
     home = args.home.expanduser().resolve() if args.home else None
     env = environment(home)
     db = database(env)
-    if session_exists(db, sid):
-        fail(3, f"refusing to replace existing session {sid} in {db}")
+    for _name, each in docs:
+        if session_exists(db, each["info"]["id"]):
+            fail(3, f"refusing to replace existing session {each['info']['id']} in {db}")
     exe = args.exe or shutil.which(CLI, path=env.get("PATH"))
     if not exe:
         package = FLAVOUR.get("package", "opencode-ai")
@@ -169,26 +184,34 @@ def main(argv: list[str] | None = None) -> int:
     if not cwd.is_dir():
         fail(1, f"{cwd} does not exist here; pass --cwd DIR (the session's project folder)")
     messages = len(doc.get("messages") or [])
+    kids = f" and {len(docs) - 1} sub-agent sessions" if len(docs) > 1 else ""
     print(
         f"{'would import' if args.dry_run else 'import'} session {sid} "
-        f"({messages} messages) into {db} from {cwd}"
+        f"({messages} messages){kids} into {db} from {cwd}"
     )
     if args.dry_run:
         print("dry run: nothing written")
         return 0
+    imported: list[str] = []
     try:
-        out = cli(exe, ["import", str(HERE / DOCUMENT)], cwd, env)
-        if f"Imported session: {sid}" not in out:
-            raise RuntimeError(f"{CLI} import said: {out.strip()[-300:]}")
-        back = json.loads(cli(exe, ["export", sid], cwd, env))
-        if comparable(back) != comparable(doc):
-            raise RuntimeError(f"{CLI} export does not give back the messages written")
+        for name, each in docs:
+            each_id = each["info"]["id"]
+            imported.append(each_id)  # removed again on a failure, even a partial import
+            out = cli(exe, ["import", str(HERE / name)], cwd, env)
+            if f"Imported session: {each_id}" not in out:
+                raise RuntimeError(f"{CLI} import said: {out.strip()[-300:]}")
+            back = json.loads(cli(exe, ["export", each_id], cwd, env))
+            if comparable(back) != comparable(each):
+                raise RuntimeError(
+                    f"{CLI} export {each_id} does not give back the messages written"
+                )
     except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        if session_exists(db, sid):
-            try:
-                cli(exe, ["session", "delete", sid], cwd, env)
-            except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
-                fail(1, f"{exc}; removing the partial session failed too: {undo}")
+        for each_id in reversed(imported):
+            if session_exists(db, each_id):
+                try:
+                    cli(exe, ["session", "delete", each_id], cwd, env)
+                except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
+                    fail(1, f"{exc}; removing the partial session {each_id} failed too: {undo}")
         fail(1, f"{exc}; nothing was kept")
     resume = [CLI, "--session", sid]
     print(f"installed; resume in {cwd} with: " + " ".join(shlex.quote(a) for a in resume))

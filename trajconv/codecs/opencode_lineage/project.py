@@ -103,6 +103,8 @@ class _Projector:
         self.results: list[dict[str, Any]] = []  # the open message's tool results
         self.model: str | None = None
         self.bytes = 0
+        #: child session id -> the ``task`` call that ran it (``state.metadata.sessionId``)
+        self.spawned: dict[str, str] = {}
 
     def _ev(self, unit: native.Unit, line: int | None, kind: str, units: int = 1) -> Any:
         json_path = None if line is not None else unit.place
@@ -246,6 +248,9 @@ class _Projector:
             self.d.add("pending-tool-call", rid)
             return
         meta = state.get("metadata")
+        spawned = meta.get("sessionId") if isinstance(meta, dict) else None
+        if isinstance(spawned, str) and spawned:
+            self.spawned.setdefault(spawned, call_id)
         exit_code = meta.get("exit") if isinstance(meta, dict) else None
         if not isinstance(exit_code, int) or isinstance(exit_code, bool):
             exit_code = None
@@ -362,7 +367,7 @@ def _open(located: Located, limits: Limits, flavour: Flavour) -> Iterator[native
             raise FormatError(
                 located.path, f"not {native.article(flavour.cli)} {flavour.cli} export document"
             )
-        yield native.ExportStore(located.path, doc, flavour.cli)
+        yield native.ExportStore(located.path, doc, flavour.cli, flavour.children)
 
 
 def read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
@@ -371,6 +376,91 @@ def read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
         return _read(located, limits, flavour)
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged database: named
         raise FormatError(located.path, f"cannot read the database: {exc}") from None
+
+
+#: how many generations of child sessions are read as children
+MAX_DEPTH = 8
+
+
+def _fill(
+    b: SnapshotBuilder, store: native.Store, limits: Limits, flavour: Flavour, prefix: str
+) -> _Projector:
+    """Keep one session's native units as artifacts (``prefix`` before their names, for a
+    child) and make its records in ``b``."""
+    if isinstance(store, native.ExportStore):
+        b.add_artifact_file(
+            f"{prefix}{EXPORT}", "application/json", store.path, limits.max_session_bytes,
+            "max_session_bytes",
+        )  # fmt: skip
+        p = _Projector(b, _Rows(None), f"{prefix}{EXPORT}", limits, flavour)
+        _project(b, store, p)
+        return p
+    if isinstance(store, native.JsonStore):
+        b.add_artifact(f"{prefix}session.json", "application/json", store.raw_info)
+    else:
+        b.add_artifact(f"{prefix}session.json", "application/json", orjson.dumps(store.info()))
+    with b.artifact_writer(f"{prefix}{ROWS}", "application/x-ndjson") as out:
+        p = _Projector(b, _Rows(out), f"{prefix}{ROWS}", limits, flavour)
+        _project(b, store, p)
+    return p
+
+
+def _child_store(
+    store: native.Store, located: Located, child: str, limits: Limits, flavour: Flavour
+) -> native.Store | None:
+    """The store of child session ``child`` beside ``store`` (an export document holds none)."""
+    if isinstance(store, native.DbStore):
+        return native.DbStore(store.con, store.path, child)
+    if located.kind == "json":
+        sfile = native.json_session_file(located.path, child)
+        if sfile is not None:
+            return native.JsonStore(located.path, sfile, limits.max_line_bytes)
+    if isinstance(store, native.ExportStore):
+        for sid, path in store.child_documents():
+            if sid == child:
+                doc = orjson.loads(read_bounded(path, limits.max_session_bytes))
+                if isinstance(doc, dict):
+                    return native.ExportStore(path, doc, flavour.cli, flavour.children)
+    return None
+
+
+def _children(
+    b: SnapshotBuilder,
+    store: native.Store,
+    located: Located,
+    limits: Limits,
+    flavour: Flavour,
+    p: _Projector,
+    seen: set[str],
+    depth: int,
+) -> None:
+    """Each child session (``parent_id``, a ``task`` call's sub-agent) as a child of the
+    Snapshot, linked to the call whose metadata names it, and theirs in turn."""
+    if depth >= MAX_DEPTH:
+        return
+    for child in store.children():
+        kid_store = _child_store(store, located, child, limits, flavour)
+        if kid_store is None or child in seen:
+            continue
+        seen.add(child)
+        info = kid_store.info()
+        locator = {
+            "db": f"{flavour.db}#{child}",
+            "json": f"{native.STORAGE}/session/{info.get('projectID', '?')}/{child}.json",
+            "export": f"{flavour.children}/{child}.json",
+        }[located.kind]
+        kid = b.child(
+            Source(
+                harness=flavour.harness,
+                harness_version=_str(info.get("version")),
+                session_id=child,
+                locator=locator,
+            ),
+            p.spawned.get(child),
+        )
+        kid_p = _fill(kid, kid_store, limits, flavour, f"children/{child}/")
+        kid.session = _session(info, child, kid_p.model)
+        _children(b, kid_store, located, limits, flavour, kid_p, seen, depth + 1)
 
 
 def _read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
@@ -390,23 +480,10 @@ def _read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
                    locator=locator),
             flavour.reader,
         )  # fmt: skip
-        if located.kind == "export":
-            b.add_artifact_file(
-                EXPORT, "application/json", located.path, limits.max_session_bytes,
-                "max_session_bytes",
-            )  # fmt: skip
-            p = _Projector(b, _Rows(None), EXPORT, limits, flavour)
-            _project(b, store, p)
-        else:
-            if isinstance(store, native.JsonStore):
-                b.add_artifact("session.json", "application/json", store.raw_info)
-            else:
-                b.add_artifact("session.json", "application/json", orjson.dumps(info))
-            with b.artifact_writer(ROWS, "application/x-ndjson") as out:
-                p = _Projector(b, _Rows(out), ROWS, limits, flavour)
-                _project(b, store, p)
+        p = _fill(b, store, limits, flavour, "")
         children = store.children()
         if children:
             b.add_artifact("children.json", "application/json", orjson.dumps(children))
         b.session = _session(info, sid, p.model)
+        _children(b, store, located, limits, flavour, p, {sid}, 0)
     return b.build()

@@ -310,8 +310,15 @@ class JsonStore:
 class ExportStore:
     """An ``opencode export`` document (parsed whole; documents are one session)."""
 
-    def __init__(self, path: Path, doc: JsonObj, cli: str = "opencode") -> None:
+    def __init__(
+        self,
+        path: Path,
+        doc: JsonObj,
+        cli: str = "opencode",
+        children: str = "opencode-export-children",
+    ) -> None:
         self.path = path
+        self.children_folder = children
         info = doc.get("info")
         messages = doc.get("messages")
         if not isinstance(info, dict) or not isinstance(messages, list):
@@ -343,7 +350,22 @@ class ExportStore:
             yield Unit(mid, minfo, b"", place), units
 
     def children(self) -> list[str]:
-        return []
+        """Child sessions written beside a trajconv export's document (in the ``children``
+        folder), in name order: those whose ``info.parentID`` is this session."""
+        return [sid for sid, _path in self.child_documents()]
+
+    def child_documents(self) -> list[tuple[str, Path]]:
+        folder = self.path.parent / self.children_folder
+        found = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                doc = orjson.loads(path.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            info = doc.get("info") if isinstance(doc, dict) else None
+            if isinstance(info, dict) and info.get("parentID") == self.session:
+                found.append((str(info.get("id") or path.stem), path))
+        return found
 
 
 Store = DbStore | JsonStore | ExportStore

@@ -1,0 +1,243 @@
+"""Qwen Code (npm ``@qwen-code/qwen-code``) as a native loader: install it pinned, list a
+session, and resume it for one turn against the loopback model server.
+
+Facts used here (read in the 0.24.4 bundle and observed in runs of this module):
+
+* the CLI keeps its state in ``$QWEN_HOME`` (else ``~/.qwen``; ``Storage.getGlobalQwenDir``) and
+  its sessions under the runtime folder (``$QWEN_RUNTIME_DIR``, else the same), in
+  ``projects/<cwd with every non [A-Za-z0-9] as "-">/chats/<session id>.jsonl``; so every run
+  gets a throw-away HOME with a ``.qwen/settings.json`` choosing OpenAI auth and turning off
+  the background memory extractor (its side requests would take script steps) and usage
+  statistics;
+* ``OPENAI_API_KEY`` (a dummy), ``OPENAI_BASE_URL`` (the loopback server's ``/v1``) and
+  ``OPENAI_MODEL`` choose the OpenAI-compatible provider: Chat Completions with streaming;
+* ``qwen -p PROMPT --output-format json --yolo`` runs one headless turn; ``--resume <id>``
+  continues the session whose file ``chats/<id>.jsonl`` lies in the current directory's
+  project folder; ``qwen sessions list`` lists those sessions;
+* the resumed request carries the stored records' ``message`` contents along the ``parentUuid``
+  chain (``SessionApiHistoryAccumulator``), the CLI's start-up context (``<system-reminder>``
+  text parts) prepended to the first user message, reasoning (``thought`` parts) sent again as
+  ``reasoning_content``.
+
+This module never prints and never exits; failures raise :class:`QwenLoaderError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from proof import npm
+
+PACKAGE = "@qwen-code/qwen-code"
+VERSION = "0.24.4"
+
+#: folder under the tools dir that holds the npm prefix
+NPM_DIR = "npm-qwen"
+
+INSTALL_HINT = (
+    "Qwen Code not installed: run `python -m proof install qwen` "
+    f"(npm install --prefix .tools/{NPM_DIR} {PACKAGE}@{VERSION})"
+)
+
+JsonObj = dict[str, Any]
+
+
+class QwenLoaderError(RuntimeError):
+    """The Qwen Code CLI could not be installed, started, or did not do what was asked."""
+
+
+def _root(tools: Path) -> Path:
+    return tools / NPM_DIR
+
+
+def installed_version(tools: Path) -> str | None:
+    return npm.package_version(_root(tools), PACKAGE)
+
+
+def find(tools: Path) -> Path | None:
+    """The installed ``qwen`` launcher of the pinned VERSION, or None."""
+    exe = _root(tools) / "node_modules" / ".bin" / "qwen"
+    if exe.exists() and installed_version(tools) == VERSION:
+        return exe
+    return None
+
+
+def install(tools: Path, *, timeout: float = 600.0) -> Path:
+    """Install the pinned CLI under ``tools/npm-qwen`` (idempotent); return the launcher."""
+    tools = tools.resolve()
+    return npm.install_pinned(
+        find, tools, NPM_DIR, f"{PACKAGE}@{VERSION}", QwenLoaderError, timeout
+    )
+
+
+# --------------------------------------------------------------------------- running
+
+#: settings for a scratch home: OpenAI-compatible auth, no telemetry, no memory extraction
+SETTINGS: JsonObj = {
+    "security": {"auth": {"selectedType": "openai"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
+}
+
+#: the model named to the CLI (``OPENAI_MODEL``)
+MODEL = "qwen3-coder-plus"
+
+RUN_TIMEOUT = 240.0
+
+
+def write_settings(home: Path) -> None:
+    """``<home>/.qwen/settings.json`` for an offline run, unless the home has one."""
+    path = home / ".qwen" / "settings.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(SETTINGS, indent=2) + "\n", encoding="utf-8")
+
+
+def scratch_env(home: Path, base_url: str | None = None) -> dict[str, str]:
+    """A minimal environment around a scratch HOME (nothing of the caller's, no real key)."""
+    own = {
+        "OPENAI_API_KEY": "trajconv-offline-dummy",
+        "OPENAI_MODEL": MODEL,
+        "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+    }
+    # a loopback address where nothing listens when no server is given
+    own["OPENAI_BASE_URL"] = base_url or "http://127.0.0.1:9/v1"
+    return npm.scratch_env(home, own)
+
+
+def run(exe: Path, home: Path, cwd: Path, args: list[str], base_url: str | None = None) -> Any:
+    """One ``qwen ARGS`` process in ``cwd`` with the scratch ``home``."""
+    if not cwd.is_dir():
+        raise QwenLoaderError(f"the session's project directory {cwd} does not exist here")
+    write_settings(home)
+    argv: list[str | Path] = [Path(os.path.abspath(exe)), *args]
+    return npm.run(argv, cwd, scratch_env(home, base_url), RUN_TIMEOUT, QwenLoaderError)
+
+
+def list_sessions(exe: Path, home: Path, cwd: Path) -> str:
+    """``qwen sessions list`` output for the project at ``cwd``."""
+    proc = run(exe, home, cwd, ["sessions", "list"])
+    if proc.returncode != 0:
+        raise QwenLoaderError(f"qwen sessions list exited {proc.returncode}: {proc.stderr[-1000:]}")
+    return str(proc.stdout) + str(proc.stderr)
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[JsonObj]:
+    """Resume the installed session (already under ``home``) in the real CLI for one turn
+    with ``prompt`` against :func:`proof.continuation.scripted_server` (its log in
+    ``workdir``); return the bodies of the model requests it answered, in order.
+
+    ``cwd`` must exist: the CLI finds the session in the current directory's project."""
+    from proof.continuation import main_bodies, scripted_server
+
+    with scripted_server(workdir, model=MODEL) as srv:
+        proc = run(
+            exe,
+            home,
+            Path(cwd),
+            ["--resume", session_id, "-p", prompt, "--output-format", "json"],
+            base_url=srv.base_url,
+        )
+    (workdir / "qwen-stdout.json").write_text(proc.stdout, encoding="utf-8")
+    (workdir / "qwen-stderr.txt").write_text(proc.stderr, encoding="utf-8")
+    if proc.returncode != 0:
+        raise QwenLoaderError(
+            f"qwen --resume {session_id} exited {proc.returncode}: "
+            f"{(proc.stderr or proc.stdout)[-1500:]}"
+        )
+    return [b for b in main_bodies(workdir / "requests.jsonl") if b.get("tools")]
+
+
+#: a text part the CLI adds itself: its start-up context, the date, a hook's context
+_CONTEXT_PART = re.compile(
+    r"\A\s*(<system-reminder>.*</system-reminder>|<qwen:user-prompt-submit-context>.*"
+    r"</qwen:user-prompt-submit-context>)\s*\Z",
+    re.S,
+)
+
+
+def is_context_part(text: str) -> bool:
+    """Whether a user text part is the CLI's own context (a whole ``<system-reminder>``)."""
+    return bool(_CONTEXT_PART.match(text))
+
+
+def request_items(body: JsonObj) -> list[JsonObj]:
+    """What the model saw in one Chat Completions request, as conversation items in order.
+
+    :func:`proof.continuation.openai_items` for everything but user messages, whose
+    text parts are items of their own: a part that is one whole ``<system-reminder>`` block
+    (the CLI's start-up context and date, prepended to the first and the last prompt) is a
+    ``system`` item, the rest ``user`` items."""
+    from proof.continuation import openai_items
+
+    items: list[JsonObj] = []
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if m.get("role") == "user" and isinstance(content, list):
+            texts = [
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
+            core = [t for t in texts if not is_context_part(t)]
+            items += [{"kind": "system", "text": t} for t in texts if is_context_part(t)]
+            if core or not texts:
+                items.append({"kind": "user", "text": "".join(core)})
+            continue
+        items += openai_items({"messages": [m]})
+    return items
+
+
+# --------------------------------------------------------------------------- continuation
+
+#: the continuation fixture: reasoning, a failing ``read_file``, a shell command that exits 2,
+#: a resumed turn
+CONTINUATION_CASE = ("recorded-tool-failures", None)
+
+#: ``--resume`` looks for ``<id>.jsonl`` in the project folder of the current directory
+NEEDS_PROJECT_DIR = True
+
+#: what its conversation still differs in when continued in the targets that pin it
+#: (PINS_DIFFERENCES), besides the failures the model saw flagged: nothing (the CLI's
+#: start-up context is system text of its own, never a record)
+STILL_DIFFERENT: dict[str, int] = {}
+
+
+def install_fixture(case_dir: Path, home: Path, project: Path) -> None:
+    """Place a recorded fixture (a user home holding ``.qwen/projects/<project>/``) into
+    ``home`` for the scratch folder ``project``: the project folder is renamed for it and the
+    records' ``cwd`` rewritten (the CLI resumes the records as stored; their cwd is where
+    its tools run)."""
+    from trajconv.codecs.qwen.layout import encode_cwd
+
+    projects = sorted((case_dir / ".qwen" / "projects").iterdir())
+    if len(projects) != 1:
+        raise QwenLoaderError(f"{case_dir}: expected one project folder, found {len(projects)}")
+    target = home / ".qwen" / "projects" / encode_cwd(str(project))
+    shutil.copytree(projects[0], target, symlinks=True)
+    old = _recorded_cwd(projects[0])
+    for path in target.rglob("*.jsonl"):
+        lines = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            obj = json.loads(line) if line.strip() else None
+            if isinstance(obj, dict) and obj.get("cwd") == old:
+                obj["cwd"] = str(project)
+                line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            lines.append(line)
+        path.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+
+
+def _recorded_cwd(project_dir: Path) -> str | None:
+    for path in sorted(project_dir.glob("chats/*.jsonl")):
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+        if isinstance(first, dict) and isinstance(first.get("cwd"), str):
+            return str(first["cwd"])
+    return None

@@ -1,0 +1,121 @@
+"""Qwen Code itself (npm @qwen-code/qwen-code, pinned) resumes what we write, and its model
+request carries every earlier turn, call and result in order, nothing invented.
+
+Each qwen fixture and a Gemini CLI, Claude Code and Codex fixture converted to qwen are
+installed with the export's own prepare.py into a scratch home, listed (``qwen sessions
+list``) and resumed for one turn (``qwen --resume ID -p PROMPT``) against the loopback model
+server, the CLI runs started together (each takes ~8 s here).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajconv
+from proof import tools_dir
+from proof.loaders import qwen as loader
+from tests.conftest import require_loader
+from tests.helpers import FIXTURES
+from tests.qwen.test_qwen import FILES, IDS
+from trajconv.codecs.genai import SNAPSHOT
+
+PROMPT = "Continue from where we stopped."
+FOREIGN = {
+    "gemini": next(FIXTURES.glob("gemini/recorded-tool-failures/.gemini/tmp/*/chats/session-*")),
+    "grok": next(FIXTURES.glob("grok/recorded-tool-failures/sessions/*/*/updates.jsonl")).parent,
+}
+CASES = [("qwen", p) for p in FILES] + list(FOREIGN.items())
+CASE_IDS = [f"qwen-{i}" for i in IDS] + [f"{h}-to-qwen" for h in FOREIGN]
+
+
+def _resume(exe: Path, harness: str, src: Path, scratch: Path) -> dict[str, Any]:
+    project = scratch / "project"
+    home = scratch / "home"
+    project.mkdir(parents=True)
+    snap = trajconv.read(harness, src)
+    export = trajconv.write(snap, "qwen", scratch / "out", cwd=str(project), allow_lossy=True)
+    prep = subprocess.run(
+        [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert prep.returncode == 0, prep.stderr
+    listing = loader.list_sessions(loader.find(tools_dir()) or exe, home, project)
+    bodies = loader.continue_session(exe, home, export.session_id, str(project), PROMPT, scratch)
+    return {"snap": snap, "export": export, "listing": listing, "bodies": bodies}
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    exe = loader.find(tools_dir())
+    require_loader(exe, "qwen")
+    assert exe is not None
+    root = tmp_path_factory.mktemp("qwen-resume")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {
+            cid: pool.submit(_resume, exe, harness, src, root / cid)
+            for cid, (harness, src) in zip(CASE_IDS, CASES, strict=True)
+        }
+        return {cid: f.result() for cid, f in futures.items()}
+
+
+def _expected(snap: trajconv.Snapshot) -> list[tuple[Any, ...]]:
+    """What the resumed model must see of a written session, then the prompt: from the last
+    compression summary on (the CLI sends that history instead of what came before), every
+    user text, reasoning, answer, call and result; other system text is not written."""
+    records = list(snap.records)
+    last = max(
+        (i for i, r in enumerate(records) if r.kind == "system" and r.text.startswith(SNAPSHOT)),
+        default=0,
+    )
+    out: list[tuple[Any, ...]] = []
+    for r in records[last:]:
+        if r.kind in ("user", "assistant", "reasoning") and r.text:
+            out.append((r.kind, r.text))
+        elif r.kind == "system" and r.text.startswith(SNAPSHOT):
+            out.append(("user", r.text))  # the summary, a user message
+        elif r.kind == "tool-call":
+            args = r.call.arguments
+            out.append(
+                ("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args})
+            )
+        elif r.kind == "tool-result":
+            out.append(("tool-result", r.result.output))
+    return [*out, ("user", PROMPT)]
+
+
+def _seen(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for it in items:
+        if it["kind"] in ("user", "assistant", "reasoning"):
+            out.append((it["kind"], it["text"]))
+        elif it["kind"] == "tool-call":
+            out.append(("tool-call", it["name"], it["arguments"]))
+        elif it["kind"] == "tool-result":
+            out.append(("tool-result", it["text"]))
+    return out
+
+
+@pytest.mark.parametrize("cid", CASE_IDS)
+def test_resumed_request_carries_the_whole_history(
+    cid: str, resumed: dict[str, dict[str, Any]]
+) -> None:
+    run = resumed[cid]
+    sid = run["export"].session_id
+    assert sid in run["listing"]  # qwen sessions list shows it
+    assert len(run["bodies"]) == 1  # one main request: the new prompt
+    items = loader.request_items(run["bodies"][0])
+    assert _seen(items) == _expected(run["snap"])
+    # each result answers the call sent before it, by the id the session holds
+    calls = [it["id"] for it in items if it["kind"] == "tool-call"]
+    results = [it["call_id"] for it in items if it["kind"] == "tool-result"]
+    assert results == calls
+    # the CLI's own start-up context goes with the first prompt, never as a record
+    assert any(it["kind"] == "system" and "<system-reminder>" in it["text"] for it in items)

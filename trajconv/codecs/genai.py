@@ -1,0 +1,54 @@
+"""What the Gemini-lineage formats share (Gemini CLI and its fork Qwen Code): messages as
+``@google/genai`` ``Content`` parts, a tool result as a ``functionResponse`` whose
+``response`` is ``{"output": ...}`` or ``{"error": ...}``, the shell tool
+``run_shell_command`` whose output names its exit status in an ``Exit Code: N`` line, and
+the ``<state_snapshot>`` summary a compression keeps as a user message.
+
+Facts: ``@google/gemini-cli`` 0.61.0 and ``@qwen-code/qwen-code`` 0.24.4 bundles (their
+``coreToolScheduler`` ``convertToFunctionResponse``, ``shell.ts`` ``llmContent``,
+``getCompressionPrompt``); each codec's README cites its own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+#: the shell tool of both CLIs, whose output carries the exit status
+SHELL = "run_shell_command"
+#: the summary a compression writes, kept as a user message the model reads
+SNAPSHOT = "<state_snapshot>"
+_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+
+
+def parts_of(content: Any) -> list[Any]:
+    """A PartListUnion as a list of parts (a string is one text part)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"text": content}]
+    if isinstance(content, list):
+        return [{"text": p} if isinstance(p, str) else p for p in content]
+    return [content]
+
+
+def result_of(response: Any) -> tuple[str, bool | None]:
+    """``functionResponse.response`` -> (output text, ok from its shape)."""
+    if isinstance(response, dict):
+        if isinstance(response.get("output"), str):
+            return response["output"], True
+        if isinstance(response.get("error"), str):
+            return response["error"], False
+        text = orjson.dumps(response, option=orjson.OPT_SORT_KEYS).decode()
+        return text, False if "error" in response else None
+    if isinstance(response, str):
+        return response, None
+    return orjson.dumps(response).decode(), None
+
+
+def exit_code(output: str) -> int | None:
+    """``Exit Code: N`` of a shell tool's output."""
+    match = _EXIT.search(output)
+    return int(match.group(1)) if match else None
