@@ -219,8 +219,9 @@ CONTINUATION_CASE = ("recorded-tools", None)
 #: block Kilo adds to each of its two user messages (its message time), which the others do
 #: not send
 STILL_DIFFERENT: dict[str, int] = {"context-not-projected": 2}
-#: CPU seconds one continued turn costs (measured, /usr/bin/time: kilo run --session)
-CONTINUE_CPU_SECONDS = 12
+#: CPU seconds one continued turn costs: 12 measured for the baseline's ``kilo run --session``
+#: (``time``: 10.7 s user + 1.4 s sys), plus ``kilo import`` and ``kilo export`` of an export
+CONTINUE_CPU_SECONDS = 16
 #: ``kilo run --session`` opens the session's own directory (``session.directory``), as
 #: OpenCode does: the session is installed (and written) for a scratch project folder
 NEEDS_PROJECT_DIR = True
