@@ -219,6 +219,9 @@ CONTINUATION_CASE = ("recorded-tools", None)
 #: block Kilo adds to each of its two user messages (its message time), which the others do
 #: not send
 STILL_DIFFERENT: dict[str, int] = {"context-not-projected": 2}
+#: its prepare.py runs the real ``kilo import``: the archive tests that install a Kilo export
+#: are loader tests
+PREPARE_NEEDS_LOADER = True
 #: CPU seconds one continued turn costs: 12 measured for the baseline's ``kilo run --session``
 #: (``time``: 10.7 s user + 1.4 s sys), plus ``kilo import`` and ``kilo export`` of an export
 CONTINUE_CPU_SECONDS = 16
