@@ -132,7 +132,8 @@ def _text(message: Any) -> str:
 
 
 def _is_user_prompt(message: Any) -> bool:
-    # Synthetic human messages carry additional_kwargs.lc_source (spec §4.2).
+    # Synthetic human messages carry additional_kwargs.lc_source (the deepagents codec's
+    # README, "What the reader projects").
     if getattr(message, "type", None) != "human":
         return False
     if message.additional_kwargs.get("lc_source"):

@@ -7,8 +7,14 @@ from types import CodeType
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from proof import tools_dir
+
+# No test depends on how fast this machine is: Hypothesis neither fails an example that
+# takes long (its 200 ms deadline) nor a strategy that is slow to draw on a loaded machine.
+settings.register_profile("steady", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("steady")
 
 
 @pytest.fixture(scope="session")

@@ -101,3 +101,19 @@ def convert(
 def discover(harness: str, home: str | Path | None = None) -> list[SessionRef]:
     c = registry.get(harness)
     return c.discover(Path(home) if home is not None else c.default_home())
+
+
+def reread(out_dir: str | Path, harness: str | None = None, session: str | None = None) -> Snapshot:
+    """An export read back with its target's own reader: the session its manifest names
+    under ``home/``, or the export folder itself for targets read from a readout.
+    ``harness`` and ``session`` default to the manifest's target and session id."""
+    import json
+
+    out = Path(out_dir)
+    manifest = json.loads((out / export_mod.MANIFEST).read_text("utf-8"))
+    c = registry.get(harness or manifest["target"])
+    for rel in manifest["session_paths"]:
+        installed = out / "home" / rel
+        if installed.exists():
+            return c.read(installed)
+    return c.read(out, session=session or manifest["session_id"])

@@ -7,31 +7,32 @@ Used by ``trajconv discover`` and by ``trajconv convert`` given only an id (or
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trajconv.codecs import registry
-from trajconv.codecs.base import LIKELY, Claim, Codec, SessionRef
+from trajconv.codecs.base import Codec, Limits, SessionRef
 from trajconv.errors import TrajconvError, UsageError
 
-#: Harness folders under a user home, by harness name, with the harness's own name. A
-#: harness listed here whose codec is not registered is reported as found but not supported
-#: yet (instead of "0 sessions"); once its codec is registered its sessions are listed.
-KNOWN_HOMES: dict[str, tuple[str, str]] = {
-    "claude": (".claude", "Claude Code"),
-    "codex": (".codex", "Codex CLI"),
-    "copilot": (".copilot", "GitHub Copilot CLI"),
-    "cursor": (".cursor", "Cursor CLI"),
-    "deepagents": (".deepagents", "Deep Agents"),
-    "fx": (".fx", "fx"),
-    "gemini": (".gemini", "Gemini CLI"),
-    "grok": (".grok", "Grok Build"),
-    "opencode": (".local/share/opencode", "opencode"),
+if TYPE_CHECKING:
+    from trajconv.snapshot.models import Snapshot
+
+#: Harness folders under a user home (``folder``, ``label``) that may have no codec installed:
+#: data, in ``harness_homes.json`` beside this module. A folder found there whose harness no
+#: registered codec declares in its ``homes`` is reported as found but not supported yet
+#: (instead of "0 sessions").
+HARNESS_HOMES: dict[str, tuple[str, str]] = {
+    name: (row["folder"], row["label"])
+    for name, row in json.loads(
+        resources.files("trajconv").joinpath("harness_homes.json").read_text("utf-8")
+    ).items()
 }
 
 
@@ -61,46 +62,71 @@ def newest_first(refs: Iterable[SessionRef]) -> list[SessionRef]:
 
 def unsupported_homes(home: Path) -> list[dict[str, Any]]:
     """Harness folders under ``home`` (a user home), or ``home`` itself (a harness folder),
-    whose harness has no registered codec."""
-    registered = set(registry.names())
+    that no registered codec declares as its home."""
+    declared = {spec.folder for c in registry.all_codecs() for spec in c.homes}
+    declared |= set(registry.names())
     rows = []
-    for name, (folder, label) in KNOWN_HOMES.items():
+    for name, (folder, label) in HARNESS_HOMES.items():
+        if name in declared or folder in declared:
+            continue
         place = home if home.as_posix().endswith("/" + folder) else home / folder
-        if name not in registered and place.is_dir():
-            rows.append(
-                {
-                    "harness": name,
-                    "home": str(place),
-                    "status": f"{label} home found: not supported yet",
-                }
-            )
+        if place.is_dir():
+            status = f"{label} home found: not supported yet"
+            rows.append({"harness": name, "home": str(place), "status": status})
     return rows
 
 
-def list_sessions(harnesses: Iterable[str] | None = None, home: Path | None = None) -> Listing:
-    """Every session of the chosen codecs' homes (their default ones, or ``home``)."""
+def list_sessions(
+    harnesses: Iterable[str] | None = None, home: Path | None = None, *, readable: bool = False
+) -> Listing:
+    """Every session of the chosen codecs' homes (their default ones, or ``home``), newest
+    first, with a coverage row per codec; ``readable``: only codecs that can also read what
+    they list (``archive``, which takes them in the order the codecs list them)."""
+    if home is not None and not home.is_dir():
+        raise UsageError(f"--home {home}: no such folder")
     listing = Listing()
     found: list[SessionRef] = []
     for c in _codecs(harnesses):
-        if not c.can_discover:
+        if not c.can_discover or (readable and not c.can_read):
+            if harnesses:  # asked for by name: say why nothing is listed
+                listing.coverage.append({"harness": c.name, "home": None, "status": "no homes"})
             continue
         root = home if home is not None else c.default_home()
         row: dict[str, Any] = {"harness": c.name, "home": str(root)}
+        listing.coverage.append(row)
         if not root.exists():
             row["status"] = "missing root"
+            continue
+        try:
+            refs = c.discover(root)
+        except (OSError, TrajconvError) as exc:
+            row["status"] = f"unreadable root: {exc}"
+        except Exception as exc:  # a codec's listing bug must not stop the other harnesses
+            row["status"] = f"unreadable root: {type(exc).__name__}: {exc}"
         else:
-            try:
-                refs = c.discover(root)
-            except (OSError, TrajconvError) as exc:
-                row["status"] = f"unreadable root: {exc}"
-            else:
-                row.update(status="listable", sessions=len(refs))
-                found.extend(refs)
-        listing.coverage.append(row)
+            row.update(status="listable", sessions=len(refs))
+            found.extend(refs)
     if not harnesses:
         listing.coverage.extend(unsupported_homes(home if home is not None else Path.home()))
-    listing.sessions = newest_first(found)
+    listing.sessions = found if readable else newest_first(found)
     return listing
+
+
+def coverage_lines(coverage: list[dict[str, Any]], verbose: bool = False) -> list[str]:
+    """The coverage rows as ``# harness: status`` lines for stderr; the harnesses whose home
+    is not on this machine in one line, unless ``verbose``."""
+    lines: list[str] = []
+    missing: list[str] = []
+    for cov in coverage:
+        if cov["status"] == "missing root" and not verbose:
+            missing.append(cov["harness"])
+            continue
+        extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
+        where = f" at {cov['home']}" if cov["home"] else ""
+        lines.append(f"# {cov['harness']}: {cov['status']}{extra}{where}")
+    if missing:
+        lines.append(f"# no home found for {', '.join(missing)} (-v names each place looked at)")
+    return lines
 
 
 def parse_since(value: str) -> str:
@@ -185,80 +211,13 @@ def pick(
 # -- which harness a path belongs to ------------------------------------------------------
 
 
-def _claims(name: str, path: Path) -> bool:
-    """Whether ``path`` looks like a session, store or home of the built-in codec ``name``."""
-    if name == "grok":
-        from trajconv.codecs.grok import layout as grok
-
-        return (
-            path.name == grok.UPDATES
-            or (path / grok.UPDATES).is_file()
-            or (path / grok.SUMMARY).is_file()
-            or bool(grok.session_dirs(path))
-        )
-    if name == "copilot":
-        from trajconv.codecs.copilot import layout as copilot
-
-        return (
-            (path.is_file() and path.parent.name == copilot.SESSION_STATE)
-            or (path.name == copilot.EVENTS and (path.parent / copilot.WORKSPACE).is_file())
-            or (path / copilot.WORKSPACE).is_file()
-            or (path.name == copilot.SESSION_STATE and path.is_dir())
-            or copilot.copilot_home_of(path) is not None
-        )
-    if name == "fx":
-        from trajconv.codecs.fx import layout as fx
-
-        root = fx.sessions_root(path)
-        return (
-            path.name == fx.SESSION_JSON
-            or (path.name == fx.EVENTS and (path.parent / fx.SESSION_JSON).is_file())
-            or (path / fx.SESSION_JSON).is_file()
-            or (root is not None and bool(fx.session_dirs(root)))
-        )
-    if name == "cursor":
-        from trajconv.codecs.cursor import layout as cursor
-
-        return (
-            path.name == cursor.STORE
-            or path.name.endswith(cursor.READOUT_SUFFIX)
-            or (path / cursor.STORE).is_file()
-            or cursor.find_readout(path) is not None
-            or (cursor.config_dir(path) / cursor.CHATS).is_dir()
-        )
-    if name == "deepagents":
-        from trajconv.codecs.deepagents import layout as deepagents
-
-        return (
-            path.name in (deepagents.DB, deepagents.SEED)
-            or (path / deepagents.SEED).is_file()
-            or (path.is_dir() and deepagents.find_db(path) is not None)
-        )
-    return False
-
-
-def _codec_claim(codec: Codec, path: Path) -> Claim | None:
-    """A codec's own ``claims(path)`` (the protocol), else the table above for the built-in
-    codecs not yet moved onto it (a yes there counts as :data:`LIKELY`)."""
-    import importlib
-
-    package = getattr(codec, "package", None)
-    try:
-        layout = importlib.import_module(f"{package}.layout") if package else None
-    except ImportError:
-        layout = None
-    if callable(getattr(layout, "claims", None)):
-        return codec.claims(path)
-    return Claim(LIKELY, "session") if _claims(codec.name, path) else None
-
-
 def detect(path: Path) -> str:
     """The codec that reads ``path``, told from its files: the claim of the highest
     confidence; a usage error when none claims it or several tie (then ``--from`` says)."""
     claims = [
         (claim, c.name)
         for c in registry.all_codecs()
-        if c.can_read and (claim := _codec_claim(c, path)) is not None
+        if c.can_read and (claim := c.claims(path)) is not None
     ]
     if not claims:
         raise UsageError(
@@ -272,3 +231,77 @@ def detect(path: Path) -> str:
     raise UsageError(
         f"{path} could be a session of several harnesses ({', '.join(names)}); pick one with --from"
     )
+
+
+# -- what a command was given: a path, a Snapshot or store, or a session to look up ---------
+
+
+@dataclass
+class Loaded:
+    """The Snapshot a command starts from, and where it came from."""
+
+    snapshot: Snapshot
+    harness: str | None
+    """The codec that read it; ``None`` for a Snapshot file or an archive store."""
+    path: Path | str
+    """The path (or store URL) it was read from."""
+    note: str | None = None
+    """What to tell the user about the choice made (the harness told from the files, the
+    session found by id), for stderr."""
+
+    @property
+    def stored(self) -> bool:
+        """Read from an archive store folder (so its sub-agents are there too)."""
+        from trajconv.store import is_store
+
+        return self.harness is None and isinstance(self.path, Path) and is_store(self.path)
+
+
+def sniff_snapshot(path: Path) -> bool:
+    """Whether ``path`` opens as a Snapshot file (its first bytes name the format)."""
+    from trajconv.codecs.common import head
+
+    data = head(path, 512)
+    return data.lstrip().startswith(b"{") and b'"trajconv.snapshot/' in data
+
+
+def _stored(path: str | Path, session: str | None) -> Loaded:
+    from trajconv.store import load_input
+
+    return Loaded(load_input(path, session), None, path)
+
+
+def load(
+    path: str | None,
+    *,
+    source: str | None = None,
+    session: str | None = None,
+    latest: bool = False,
+    cwd: str | None = None,
+    limits: Limits | None = None,
+) -> Loaded:
+    """What ``convert``, ``read`` and ``show`` start from: a path (its harness told by
+    ``source`` or by the files' claims), a Snapshot file or archive store (``source`` left
+    out or ``snapshot``), a store URL, or instead of a path a session id, a unique prefix of
+    one, or the newest (``latest``) of the default homes."""
+    from trajconv import api
+    from trajconv.store import is_store, is_url
+
+    if source is not None and source.strip().lower() == "snapshot":
+        return _stored(Path(path or "."), session)
+    if path is not None and is_url(path):  # a store on object storage (s3://bucket/prefix)
+        return _stored(path, session)
+    given = Path(path) if path is not None else None
+    if given is not None and given.exists():
+        note = None
+        if source is None:
+            if is_store(given) if given.is_dir() else sniff_snapshot(given):
+                return _stored(given, session)
+            source = detect(given)
+            note = f"reading {given} as {source} (--from to say otherwise)"
+        return Loaded(api.read(source, given, session=session, limits=limits), source, given, note)
+    if path is not None and ("/" in path or path.startswith(".")):
+        raise UsageError(f"{path}: no such file or folder")
+    ref = pick(path or session, latest=latest, cwd=cwd, harnesses=[source] if source else None)
+    snap = api.read(ref.harness, ref.path, session=ref.session_id, limits=limits)
+    return Loaded(snap, ref.harness, ref.path, f"found {describe(ref)}")

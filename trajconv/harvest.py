@@ -29,7 +29,7 @@ from typing import Any
 
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
-from trajconv.errors import NoSpaceError, RefusedError, TrajconvError
+from trajconv.errors import NoSpaceError, RefusedError
 from trajconv.snapshot.models import Snapshot
 from trajconv.store import is_url, open_store
 
@@ -167,10 +167,6 @@ def _inside(child: Path, parent: Path) -> bool:
     return True
 
 
-def _codecs(harness: str | None) -> list[Codec]:
-    return [registry.get(harness)] if harness else registry.all_codecs()
-
-
 def _refuse_store_in_home(
     found: list[tuple[Codec, SessionRef]], coverage: list[dict[str, Any]], store: Path
 ) -> None:
@@ -180,7 +176,7 @@ def _refuse_store_in_home(
     rules out its session folders; any other home is ruled out whole.
     """
     user_home = Path.home().resolve()
-    places = [(row["harness"], Path(row["home"])) for row in coverage]
+    places = [(row["harness"], Path(row["home"])) for row in coverage if row["home"]]
     places += [(c.name, r.path if r.path.is_dir() else r.path.parent) for c, r in found]
     for name, place in places:
         if place.exists() and place.resolve() != user_home and _inside(store, place):
@@ -191,30 +187,13 @@ def _refuse_store_in_home(
 
 
 def _discover(
-    codecs: list[Codec], home: Path | None, summary: Summary
+    harness: str | None, home: Path | None, summary: Summary
 ) -> list[tuple[Codec, SessionRef]]:
-    found: list[tuple[Codec, SessionRef]] = []
-    for c in codecs:
-        root = home if home is not None else c.default_home()
-        row: dict[str, Any] = {"harness": c.name, "home": str(root)}
-        summary.coverage.append(row)
-        if not (c.can_discover and c.can_read):
-            row["status"] = "cannot discover and read"
-            continue
-        if not root.exists():
-            row["status"] = "missing root"
-            continue
-        try:
-            refs = c.discover(root)
-        except (OSError, TrajconvError) as exc:
-            row["status"] = f"unreadable root: {exc}"
-            continue
-        except Exception as exc:  # a codec's listing bug must not stop the other harnesses
-            row["status"] = f"unreadable root: {type(exc).__name__}: {exc}"
-            continue
-        row.update(status="listable", sessions=len(refs))
-        found.extend((c, r) for r in refs)
-    return found
+    from trajconv import find
+
+    listing = find.list_sessions([harness] if harness else None, home, readable=True)
+    summary.coverage = listing.coverage
+    return [(registry.get(ref.harness), ref) for ref in listing.sessions]
 
 
 def _read_in_worker(
@@ -305,9 +284,8 @@ def archive(
     local_path = None if is_url(store_path) else Path(store_path)
     limits = limits or Limits.from_env()
     summary = Summary(store=str(store_path))
-    codecs = _codecs(harness)
     tick = progress or (lambda _p: None)
-    refs = _discover(codecs, home, summary)
+    refs = _discover(harness, home, summary)
     if local_path is not None:
         _refuse_store_in_home(refs, summary.coverage, local_path)
     elif str(store_path).startswith("file://"):

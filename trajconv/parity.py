@@ -196,14 +196,8 @@ LoaderCheck = Callable[[str, Any, Snapshot], dict[str, Any] | None]
 
 
 def _reread(target: Codec, out: Path, session_id: str) -> Snapshot:
-    """Read an export back with the target's own reader: the session the manifest names
-    under ``home/``, or the export folder itself for readout targets."""
-    manifest = json.loads((out / "trajconv-export.json").read_text("utf-8"))
-    for rel in manifest["session_paths"]:
-        installed = out / "home" / rel
-        if installed.exists():
-            return target.read(installed)
-    return target.read(out, session=session_id)
+    """An export read back with the target's own reader (:func:`trajconv.api.reread`)."""
+    return api.reread(out, target.name, session_id)
 
 
 def run_pair(

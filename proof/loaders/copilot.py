@@ -6,7 +6,7 @@ object per line on stdio). Nothing here talks to a network address other than
 loopback: the CLI runs with ``COPILOT_OFFLINE=true`` and a model provider URL on
 127.0.0.1 where nothing listens (loading a session makes no model request).
 
-Facts used (see ``proof/`` §2, observed with 1.0.102):
+Facts used (observed with 1.0.102; ``trajconv/codecs/copilot/README.md`` has the format):
 
 * the npm package is a loader; the platform package ``@github/copilot-<os>-<arch>``
   holds one binary that extracts the real package on first run to

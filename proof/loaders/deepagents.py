@@ -14,8 +14,9 @@ offline and with zero inference:
    more prompt is sent (the fake model answers a fixed text) and the listing
    must then count every earlier message plus the new turn.
 
-Format and CLI facts: ``codecs/deepagents/README.md`` §2, §6, §8, §10 and
-``proof/`` §1 (env vars, ``class_path`` config, ACP
+Format and CLI facts: ``trajconv/codecs/deepagents/README.md`` ("Input contract",
+"Writer") and
+what this module sets up (env vars, ``class_path`` config, ACP
 over stdio). The graph runs in a LangGraph server subprocess that does not see
 ``PYTHONPATH``, so the fake model module is copied into the venv's
 site-packages as ``trajconv_deepagents_fake``.
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 PACKAGE = "deepagents-code"
 VERSION = "0.1.57"
-#: Exact pins resolved for deepagents-code 0.1.57 (native-loaders.md §1).
+#: Exact pins resolved for deepagents-code 0.1.57 (pip's resolution when the pin was made).
 PINS: tuple[str, ...] = (
     f"{PACKAGE}=={VERSION}",
     "deepagents==0.7.6",
@@ -66,7 +67,7 @@ INSTALL_HINT = (
     "`python -m proof install deepagents` "
     f"(creates .tools/{VENV_NAME} with {PACKAGE}=={VERSION})"
 )
-#: Environment that keeps dcode offline and quiet (native-loaders.md §1).
+#: Environment that keeps dcode offline and quiet (its telemetry, update and tracing switches).
 OFFLINE_ENV: dict[str, str] = {
     "DEEPAGENTS_CODE_OFFLINE": "1",
     "DEEPAGENTS_CODE_NO_UPDATE_CHECK": "1",
@@ -181,7 +182,7 @@ def write_fake_config(home: Path) -> Path:
     """Write ``~/.deepagents/config.toml`` naming our offline/scripted fake models."""
     cfg = home / ".deepagents" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    # native-loaders.md §1: a provider whose class_path names a chat model class.
+    # dcode's config.toml: a provider whose class_path names a chat model class.
     cfg.write_text(
         f"[models.providers.{FAKE_PROVIDER}]\n"
         f'class_path = "{FAKE_MODULE}:TrajconvOfflineChatModel"\n'

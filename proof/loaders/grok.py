@@ -163,7 +163,7 @@ def install(tools_dir: Path, timeout: float = 600.0) -> Path:
 def offline_config(
     model_id: str, base_url: str = OFFLINE_BASE_URL, api_backend: str | None = None
 ) -> str:
-    """The loopback-only ``config.toml`` of grok-native-loader.md §3.
+    """A loopback-only ``config.toml`` for ``grok`` (every service URL points at 127.0.0.1).
 
     ``model_id`` should be the session's ``current_model_id``: otherwise a load announces
     ``model_auto_switched`` and rewrites the summary's model. The ``api_key`` only has to exist

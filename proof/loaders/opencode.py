@@ -1,6 +1,7 @@
 """OpenCode's real CLI (npm ``opencode-ai``) as a native loader: import, export, continue.
 
-Facts used (``codecs/opencode/README.md`` §1, §8, §11, checked with 1.18.33 here):
+Facts used (``trajconv/codecs/opencode/README.md``, "Input contract" and "What the model
+sees on resume"; checked with 1.18.33 here):
 
 * the npm package's postinstall puts the platform binary (``opencode-linux-x64`` …) in
   place of ``bin/opencode.exe``; ``node_modules/.bin/opencode`` runs it;
@@ -101,7 +102,7 @@ _QUIET = {
 
 
 def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
-    """An OpenCode config whose only model is the loopback server (§11 of the spec)."""
+    """An OpenCode config whose only model is the loopback server (OpenCode's ``provider`` config, https://opencode.ai/docs/config/)."""
     return {
         "autoupdate": False,
         "share": "disabled",

@@ -28,10 +28,16 @@ import json
 import os
 import re
 import shutil
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proof import npm
+
+if TYPE_CHECKING:
+    from trajconv.codecs.base import Export
+    from trajconv.snapshot.models import Snapshot
 
 PACKAGE = "@qwen-code/qwen-code"
 VERSION = "0.24.4"
@@ -212,14 +218,19 @@ STILL_DIFFERENT: dict[str, int] = {}
 
 def install_fixture(case_dir: Path, home: Path, project: Path) -> None:
     """Place a recorded fixture (a user home holding ``.qwen/projects/<project>/``) into
-    ``home`` for the scratch folder ``project``: the project folder is renamed for it and the
-    records' ``cwd`` rewritten (the CLI resumes the records as stored; their cwd is where
-    its tools run)."""
+    ``home`` for the scratch folder ``project`` (:func:`install_for`)."""
+    install_for(case_dir / ".qwen", home, project)
+
+
+def install_for(qwen_dir: Path, home: Path, project: Path) -> None:
+    """Copy the one project folder of ``qwen_dir/projects`` into ``home/.qwen`` for the folder
+    ``project``: renamed for it and the records' ``cwd`` rewritten (the CLI takes a session
+    only when its first record's cwd is the current project, and runs its tools there)."""
     from trajconv.codecs.qwen.layout import encode_cwd
 
-    projects = sorted((case_dir / ".qwen" / "projects").iterdir())
+    projects = sorted((qwen_dir / "projects").iterdir())
     if len(projects) != 1:
-        raise QwenLoaderError(f"{case_dir}: expected one project folder, found {len(projects)}")
+        raise QwenLoaderError(f"{qwen_dir}: expected one project folder, found {len(projects)}")
     target = home / ".qwen" / "projects" / encode_cwd(str(project))
     shutil.copytree(projects[0], target, symlinks=True)
     old = _recorded_cwd(projects[0])
@@ -241,3 +252,71 @@ def _recorded_cwd(project_dir: Path) -> str | None:
         if isinstance(first, dict) and isinstance(first.get("cwd"), str):
             return str(first["cwd"])
     return None
+
+
+# --------------------------------------------------------------------------- export check
+
+
+def expected_items(records: Iterable[Any], prompt: str) -> list[tuple[Any, ...]]:
+    """What a resumed model must see of a session's records (``Snapshot.records``), then
+    ``prompt``: from the last compression summary on (the CLI sends that history instead of
+    what came before: README "What a resumed CLI sends its model"), every user text,
+    reasoning, answer, call (non-object arguments as the writer wraps them) and result text;
+    other system text is not written."""
+    from trajconv.codecs.genai import SNAPSHOT
+
+    out: list[tuple[Any, ...]] = []
+    for r in records:
+        if r.kind == "system" and r.text.startswith(SNAPSHOT):
+            out = [("user", r.text)]  # the summary, a user message, replaces what came before
+        elif r.kind in ("user", "assistant", "reasoning") and r.text:
+            out.append((r.kind, r.text))
+        elif r.kind == "tool-call":
+            args = r.call.arguments
+            out.append(
+                ("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args})
+            )
+        elif r.kind == "tool-result":
+            out.append(("tool-result", r.result.output))
+    return [*out, ("user", prompt)]
+
+
+def seen_items(items: list[JsonObj]) -> list[tuple[Any, ...]]:
+    """:func:`request_items` in the shape of :func:`expected_items` (system text aside)."""
+    out: list[tuple[Any, ...]] = []
+    for it in items:
+        if it["kind"] in ("user", "assistant", "reasoning"):
+            out.append((it["kind"], it["text"]))
+        elif it["kind"] == "tool-call":
+            out.append(("tool-call", it["name"], it["arguments"]))
+        elif it["kind"] == "tool-result":
+            out.append(("tool-result", it["text"]))
+    return out
+
+
+def verify_export(export: Export, written: Snapshot) -> JsonObj | None:
+    """``trajconv parity --write``'s check of one written export (``proof.verify``): the
+    export's session installed for a scratch folder, listed by ``qwen sessions list`` and
+    resumed for one turn; ``None`` when the CLI is not installed here, else ``{"ok",
+    "version", "detail"}``."""
+    from proof import tools_dir
+
+    exe = find(tools_dir())
+    if exe is None:
+        return None
+    prompt = "Continue."
+    with tempfile.TemporaryDirectory(prefix="trajconv-qwen-") as scratch_name:
+        scratch = Path(scratch_name)
+        home, project = scratch / "home", scratch / "project"
+        project.mkdir()
+        install_for(export.out_dir / "home" / ".qwen", home, project)
+        listed = export.session_id in list_sessions(exe, home, project)
+        requests = continue_session(exe, home, export.session_id, str(project), prompt, scratch)
+    same = bool(requests) and seen_items(request_items(requests[-1])) == expected_items(
+        written.records, prompt
+    )
+    return {
+        "ok": listed and len(requests) == 1 and same,
+        "version": VERSION,
+        "detail": f"listed={listed} requests={len(requests)} history_matches={same}",
+    }

@@ -134,8 +134,23 @@ def _options(harness: str, user_home: Path) -> list[str]:
     return []
 
 
-def install(snapshot: Snapshot, harness: str, tmp: Path, user_home: Path) -> dict[str, Any]:
-    """Write ``snapshot`` for ``harness`` and install it into ``user_home`` with prepare.py."""
+def writable(snapshot: Snapshot, harness: str) -> bool:
+    """Whether ``harness``'s writer takes ``snapshot`` (with --allow-lossy): Qwen Code's
+    refuses a cwd whose project folder name would be over 255 bytes (Grok's long-cwd case)."""
+    from trajconv.errors import RefusedError
+
+    try:
+        registry.get(harness).plan(snapshot, allow_lossy=True)
+    except RefusedError:
+        return False
+    return True
+
+
+def install(
+    snapshot: Snapshot, harness: str, tmp: Path, user_home: Path, **options: Any
+) -> dict[str, Any]:
+    """Write ``snapshot`` for ``harness`` (writer ``options``) and install it into
+    ``user_home`` with prepare.py."""
     if _prepare_needs_loader(harness):
         import proof
 
@@ -143,7 +158,7 @@ def install(snapshot: Snapshot, harness: str, tmp: Path, user_home: Path) -> dic
         assert mod is not None
         require_loader(mod.find(proof.tools_dir()), harness)
     out = tmp / f"export-{harness}-{snapshot.id[7:19]}"
-    export = trajconv.write(snapshot, harness, out, allow_lossy=True)
+    export = trajconv.write(snapshot, harness, out, allow_lossy=True, **options)
     env = {**os.environ, "HOME": str(user_home)}
     # A database target's prepare.py may need the harness's own Python packages; the
     # loader installer keeps such environments under .tools/, so those are tried next.

@@ -544,7 +544,9 @@ def test_generated_home_first_run_no_change_run_extends_and_diverges(
     for name, user_home in homes.items():
         user_home.mkdir()
         for snap in others[:2]:  # the same other sessions everywhere (a database is shared)
-            support.install(snap, harness, tmp_path / name, user_home)
+            # a cwd the target cannot hold is replaced, as a user would with --cwd
+            cwd = {} if support.writable(snap, harness) else {"cwd": "/srv/explore"}
+            support.install(snap, harness, tmp_path / name, user_home, **cwd)
     manifest = support.install(prefix, harness, tmp_path / "p", homes["pre"])
     support.install(full, harness, tmp_path / "f", homes["full"])
     support.install(prefix, harness, tmp_path / "r", homes["rewound"])

@@ -290,7 +290,7 @@ def test_atif_round_trip_keeps_every_record(case: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("version", [v.removeprefix("ATIF-v") for v in layout.VERSIONS])
 def test_every_version_can_be_written_and_validates(version: str, tmp_path: Path) -> None:
     snap = trajconv.read("atif", ATIF / "v1.7-subagent-continued")
-    export = trajconv.write(snap, "atif", tmp_path / "out", atif_version=version)
+    export = trajconv.write(snap, "atif", tmp_path / "out", version=version)
     doc = json.loads((export.out_dir / "trajectory.json").read_text("utf-8"))
     assert doc["schema_version"] == f"ATIF-v{version}"
     assert native.problem(doc) is None
@@ -306,7 +306,7 @@ def test_every_version_can_be_written_and_validates(version: str, tmp_path: Path
 def test_an_unknown_version_is_a_usage_error(tmp_path: Path) -> None:
     snap = trajconv.read("atif", ATIF / "v1.0-minimal")
     with pytest.raises(UsageError, match="not a published ATIF version"):
-        trajconv.write(snap, "atif", tmp_path / "out", atif_version="2.0")
+        trajconv.write(snap, "atif", tmp_path / "out", version="2.0")
 
 
 def test_arguments_that_are_not_an_object_are_wrapped_and_named(tmp_path: Path) -> None:

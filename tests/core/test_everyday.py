@@ -409,7 +409,7 @@ def test_discover_lists_newest_first_with_header_and_path(
     from trajconv import find
 
     # a harness no codec reads (the real table's entries get codecs as they are written)
-    monkeypatch.setitem(find.KNOWN_HOMES, "nohow", (".nohow", "Nohow Agent"))
+    monkeypatch.setitem(find.HARNESS_HOMES, "nohow", (".nohow", "Nohow Agent"))
     env = _homes(tmp_path)
     result = CliRunner().invoke(cli, ["discover"], env=env)
     assert result.exit_code == 0, result.output
@@ -658,8 +658,21 @@ def test_ctrl_c_during_archive_with_jobs_is_130_and_leaves_no_spool(
         ("fx", FIXTURES / "fx" / "schema1-basic"),
         ("cursor", FIXTURES / "cursor" / "multi-turn" / "store.db"),
         ("deepagents", FIXTURES / "deepagents" / "multi-thread"),
+        ("claude", next((FIXTURES / "claude" / "recorded-multi-turn").glob(".claude/*/*/*.jsonl"))),
+        ("claude", FIXTURES / "claude" / "recorded-multi-turn" / ".claude"),
+        ("codex", next((FIXTURES / "codex" / "resumed").glob(".codex/sessions/*/*/*/*.jsonl"))),
+        ("codex", FIXTURES / "codex" / "resumed"),
+        ("gemini", next((FIXTURES / "gemini" / "recorded-resume").glob(".gemini/tmp/*/chats/*"))),
+        ("gemini", FIXTURES / "gemini" / "recorded-resume"),
+        ("opencode", FIXTURES / "opencode" / "recorded-tools" / "opencode.db"),
+        ("opencode", FIXTURES / "opencode" / "legacy-json"),
+        ("atif", FIXTURES / "atif" / "v1.0-minimal"),
     ],
-    ids=["grok-folder", "grok-journal", "copilot", "fx-events", "fx-home", "cursor", "deepagents"],
+    ids=[
+        *("grok-folder", "grok-journal", "copilot", "fx-events", "fx-home", "cursor"),
+        *("deepagents", "claude-transcript", "claude-home", "codex-rollout", "codex-home"),
+        *("gemini-chat", "gemini-home", "opencode-db", "opencode-legacy", "atif"),
+    ],
 )
 def test_from_is_told_from_the_files(harness: str, path: Path) -> None:
     from trajconv.find import detect
@@ -682,9 +695,11 @@ def test_a_codec_can_claim_its_paths_from_its_layout_module(
     monkeypatch.setitem(sys.modules, "nohow_codec", types.ModuleType("nohow_codec"))
     monkeypatch.setitem(sys.modules, "nohow_codec.layout", layout)
     codec = LazyCodec("nohow", (), "a third-party codec", "nohow_codec")
-    claim = find._codec_claim(codec, tmp_path / "nohow.log")
+    claim = codec.claims(tmp_path / "nohow.log")
     assert claim is not None and claim.confidence == CERTAIN
-    assert find._codec_claim(codec, GROK_SESSION) is None
+    assert codec.claims(GROK_SESSION) is None
+    monkeypatch.setattr(find.registry, "all_codecs", lambda: [codec])
+    assert find.detect(tmp_path / "nohow.log") == "nohow"
 
 
 def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_as_interrupted() -> None:

@@ -110,7 +110,7 @@ REFUSED: dict[tuple[str, str], str] = {
 
 
 # Writer options that select another native layout, each checked as a target of its own.
-LAYOUTS: dict[str, list[dict[str, Any]]] = {"fx": [{"fx_schema": 4}]}
+LAYOUTS: dict[str, list[dict[str, Any]]] = {"fx": [{"schema": 4}]}
 
 
 def _targets() -> list[tuple[str, dict[str, Any]]]:

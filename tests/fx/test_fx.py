@@ -365,7 +365,7 @@ def _written_session(out: Path) -> Path:
 
 @pytest.mark.parametrize("schema", [1, 4])
 def test_export_tree_snapshot(tmp_path: Path, snapshot: Any, schema: int) -> None:
-    out = _write(_read("schema4-tools"), tmp_path / "out", fx_schema=schema)
+    out = _write(_read("schema4-tools"), tmp_path / "out", schema=schema)
     assert export_tree(out) == snapshot
 
 
@@ -390,7 +390,7 @@ def _expected(snap: Snapshot, diags: dict[str, set[str]], schema: int) -> list[t
 @pytest.mark.parametrize("sdir", SESSIONS, ids=IDS)
 def test_fx_round_trip_keeps_every_record(sdir: Path, tmp_path: Path, schema: int) -> None:
     snap = CODEC.read(sdir)
-    plan = CODEC.plan(snap, fx_schema=schema)
+    plan = CODEC.plan(snap, schema=schema)
     emit(plan, tmp_path / "out")
     diags = {d.code: set(d.samples) for d in plan.diagnostics}
     if schema == 1:
@@ -414,7 +414,7 @@ def test_fx_round_trip_keeps_every_record(sdir: Path, tmp_path: Path, schema: in
 
 
 def test_schema4_bodies_use_native_names_and_exact_sizes(tmp_path: Path) -> None:
-    sdir = _written_session(_write(_read("schema4-tools"), tmp_path / "out", fx_schema=4))
+    sdir = _written_session(_write(_read("schema4-tools"), tmp_path / "out", schema=4))
     frames = [json.loads(x) for x in (sdir / "events.jsonl").read_text().splitlines()]
     assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
     assert {f["schema_version"] for f in frames} == {3}
@@ -436,7 +436,7 @@ def test_schema4_bodies_use_native_names_and_exact_sizes(tmp_path: Path) -> None
 def test_minted_session_id_is_fx_shaped_deterministic_and_diagnosed() -> None:
     snap = _read("schema4-tools")
     other = snap.model_copy(update={"session": snap.session.model_copy(update={"id": "chat 1"})})
-    first, second = CODEC.plan(other, fx_schema=4), CODEC.plan(other, fx_schema=4)
+    first, second = CODEC.plan(other, schema=4), CODEC.plan(other, schema=4)
     assert first.session_id == second.session_id
     assert re.fullmatch(r"1736000000000-1736000000000\d{6}-[0-9a-f]{16}", first.session_id)
     assert "ids-derived" in {d.code for d in first.diagnostics}
@@ -451,8 +451,8 @@ def test_unfinished_last_turn_is_refused_unless_lossy(tmp_path: Path) -> None:
         CODEC.plan(cut)
     open_call = snap.model_copy(update={"records": snap.records[:12]})
     with pytest.raises(RefusedError, match="fx:13"):
-        CODEC.plan(open_call, fx_schema=4)
-    plan = CODEC.plan(open_call, fx_schema=4, allow_lossy=True)
+        CODEC.plan(open_call, schema=4)
+    plan = CODEC.plan(open_call, schema=4, allow_lossy=True)
     assert "untranslated-pending-call" in {d.code for d in plan.diagnostics}
 
 
@@ -481,7 +481,7 @@ def test_untranslatable_kinds_are_named(tmp_path: Path) -> None:
     with_reasoning = snap.model_copy(
         update={"records": (snap.records[0], extra, *snap.records[1:])}
     )
-    codes = {d.code: d.samples for d in CODEC.plan(with_reasoning, fx_schema=4).diagnostics}
+    codes = {d.code: d.samples for d in CODEC.plan(with_reasoning, schema=4).diagnostics}
     assert codes["untranslated-reasoning"] == ("x:r",)
     legacy = {d.code for d in CODEC.plan(snap).diagnostics}
     assert {
@@ -493,8 +493,8 @@ def test_untranslatable_kinds_are_named(tmp_path: Path) -> None:
 
 
 def test_bad_fx_schema_option() -> None:
-    with pytest.raises(UsageError, match="fx_schema"):
-        CODEC.plan(_read("schema1-basic"), fx_schema=3)
+    with pytest.raises(UsageError, match="--fx-schema"):
+        CODEC.plan(_read("schema1-basic"), schema=3)
 
 
 def test_tampering_a_record_or_body_fails_verify() -> None:

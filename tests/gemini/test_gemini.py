@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from trajconv.codecs import registry
 from trajconv.codecs.base import continuity
 from trajconv.codecs.gemini import layout
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError, RefusedError
+from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
 
 GEMINI = FIXTURES / "gemini"
@@ -161,12 +162,17 @@ def test_discover_takes_a_user_home_or_the_gemini_folder(which: str) -> None:
     assert (refs[0].title, refs[0].updated_at) == ("Inspect notes", "2026-11-30T03:12:12.000Z")
 
 
-def test_a_home_needs_session_and_bad_files_are_named(tmp_path: Path) -> None:
+def test_a_home_of_one_session_is_read_and_of_several_lists_their_ids(tmp_path: Path) -> None:
     home = GEMINI / "edited"
-    with pytest.raises(FormatError, match="--session"):
-        trajconv.read("gemini", home)
     snap = trajconv.read("gemini", home, session="5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f")
     assert snap.session.title == "Inspect notes"
+    assert trajconv.read("gemini", home).id == snap.id  # the one session it holds
+    both = tmp_path / "both"
+    for case in ("edited", "recorded-resume"):
+        shutil.copytree(GEMINI / case / ".gemini", both / ".gemini", dirs_exist_ok=True)
+    with pytest.raises(UsageError, match="holds 2 sessions") as err:
+        trajconv.read("gemini", both)
+    assert "5b0c2f4e-8d1a-4c3e-9f6b-1a2b3c4d5e6f" in str(err.value)
     chats = _by_case("edited").parent  # a project's chats/ folder with one session
     assert trajconv.read("gemini", chats).id == snap.id
     bad = tmp_path / "session-2026-01-01T00-00-aaaaaaaa.jsonl"

@@ -246,3 +246,160 @@ def test_own_round_trip_keeps_the_provider(tmp_path: Path) -> None:
     assert "defaults-assumed" not in {
         d.code for d in export.diagnostics if "provider" in " ".join(d.samples)
     }
+
+
+def _line(obj: dict[str, object]) -> str:
+    return json.dumps(obj) + "\n"
+
+
+def test_edge_entries_are_counted_and_the_chain_is_followed(tmp_path: Path) -> None:
+    """Entries built from the format facts (README "The file"): what the recordings lack."""
+    folder = tmp_path / ".pi/agent/sessions/--work-demo--"
+    folder.mkdir(parents=True)
+    sid = "01a24d41-0000-7000-8000-000000000001"
+    t = "2026-01-01T00:00:0{}.000Z"
+
+    def msg(eid: str, parent: str | None, n: int, message: dict[str, object]) -> str:
+        return _line(
+            {
+                "type": "message",
+                "id": eid,
+                "parentId": parent,
+                "timestamp": t.format(n),
+                "message": message,
+            }
+        )
+
+    assistant = {"api": "openai-completions", "provider": "p", "model": "m", "stopReason": "stop"}
+    text = (
+        _line({"type": "session", "version": 3, "id": sid, "timestamp": t.format(0), "cwd": "/w"})
+        + msg("u1", None, 1, {"role": "user", "content": "hi"})
+        + msg(
+            "a1",
+            "u1",
+            2,
+            {
+                **assistant,
+                "role": "assistant",
+                "content": [{"type": "text", "text": "partial"}],
+                "stopReason": "aborted",
+            },
+        )
+        + "\n"
+        + msg(
+            "u2",
+            "u1",
+            3,
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+                    {"type": "text", "text": "look"},
+                ],
+            },
+        )
+        + _line(
+            {
+                "type": "label",
+                "id": "l1",
+                "parentId": "u2",
+                "timestamp": t.format(4),
+                "targetId": "u2",
+                "label": "mark",
+            }
+        )
+        + msg(
+            "r0",
+            "l1",
+            5,
+            {
+                "role": "toolResult",
+                "toolCallId": "nope",
+                "toolName": "bash",
+                "content": [],
+                "isError": False,
+            },
+        )
+        + _line(
+            {
+                "type": "session_info",
+                "id": "s1",
+                "parentId": "r0",
+                "timestamp": t.format(6),
+                "name": "A title",
+            }
+        )
+        + _line({"type": "mystery", "id": "x1", "parentId": "s1", "timestamp": t.format(7)})
+        + msg(
+            "a2",
+            "s1",
+            8,
+            {
+                **assistant,
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "", "thinkingSignature": "reasoning_content"},
+                    {"type": "text", "text": "done"},
+                ],
+            },
+        )
+        + msg("u1", "a2", 9, {"role": "user", "content": "again"})  # a repeated id
+        + '{"type": "message", "id": "torn'
+    )
+    path = folder / f"2026-01-01T00-00-00-000Z_{sid}.jsonl"
+    path.write_text(text)
+    snap = trajconv.read("pi", path)
+    conservation(snap, count_units(path.read_bytes()))
+    assert [(r.kind, getattr(r, "text", None)) for r in snap.records] == [
+        ("user", "hi"),
+        ("user", "look"),
+        ("assistant", "done"),
+    ]
+    codes = {d.code: d.count for d in snap.diagnostics}
+    assert codes["rewound"] == 1  # the aborted answer is on a branch the user left
+    assert codes["block-dropped"] == 2  # the image, the empty thinking (beside records)
+    assert codes["orphan-tool-result"] == 1
+    assert codes["unknown-kind"] == 1  # "mystery"
+    assert codes["duplicate-message"] == 1
+    assert codes["torn-line"] == 1 and codes["blank-line"] == 1
+    assert snap.session.title == "A title" and snap.session.model == "m"
+
+
+def test_an_aborted_answer_on_the_chain_is_not_projected(tmp_path: Path) -> None:
+    folder = tmp_path / "--w--"
+    folder.mkdir()
+    sid = "01a24d41-0000-7000-8000-000000000002"
+    lines = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": sid,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "cwd": "/w",
+        },
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": "hi"},
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": "2026-01-01T00:00:02.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "par"}],
+                "stopReason": "error",
+                "model": "m",
+            },
+        },
+    ]
+    path = folder / f"2026-01-01T00-00-00-000Z_{sid}.jsonl"
+    path.write_text("".join(_line(x) for x in lines))
+    snap = trajconv.read("pi", path)
+    assert [r.kind for r in snap.records] == ["user"]
+    assert {d.code for d in snap.diagnostics} >= {"aborted-message"}
+    conservation(snap, 3)

@@ -23,7 +23,6 @@ from proof.loaders import qwen as loader
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES
 from tests.qwen.test_qwen import FILES, IDS
-from trajconv.codecs.genai import SNAPSHOT
 
 PROMPT = "Continue from where we stopped."
 FOREIGN = {
@@ -66,43 +65,6 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         return {cid: f.result() for cid, f in futures.items()}
 
 
-def _expected(snap: trajconv.Snapshot) -> list[tuple[Any, ...]]:
-    """What the resumed model must see of a written session, then the prompt: from the last
-    compression summary on (the CLI sends that history instead of what came before), every
-    user text, reasoning, answer, call and result; other system text is not written."""
-    records = list(snap.records)
-    last = max(
-        (i for i, r in enumerate(records) if r.kind == "system" and r.text.startswith(SNAPSHOT)),
-        default=0,
-    )
-    out: list[tuple[Any, ...]] = []
-    for r in records[last:]:
-        if r.kind in ("user", "assistant", "reasoning") and r.text:
-            out.append((r.kind, r.text))
-        elif r.kind == "system" and r.text.startswith(SNAPSHOT):
-            out.append(("user", r.text))  # the summary, a user message
-        elif r.kind == "tool-call":
-            args = r.call.arguments
-            out.append(
-                ("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args})
-            )
-        elif r.kind == "tool-result":
-            out.append(("tool-result", r.result.output))
-    return [*out, ("user", PROMPT)]
-
-
-def _seen(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    out: list[tuple[Any, ...]] = []
-    for it in items:
-        if it["kind"] in ("user", "assistant", "reasoning"):
-            out.append((it["kind"], it["text"]))
-        elif it["kind"] == "tool-call":
-            out.append(("tool-call", it["name"], it["arguments"]))
-        elif it["kind"] == "tool-result":
-            out.append(("tool-result", it["text"]))
-    return out
-
-
 @pytest.mark.parametrize("cid", CASE_IDS)
 def test_resumed_request_carries_the_whole_history(
     cid: str, resumed: dict[str, dict[str, Any]]
@@ -112,10 +74,22 @@ def test_resumed_request_carries_the_whole_history(
     assert sid in run["listing"]  # qwen sessions list shows it
     assert len(run["bodies"]) == 1  # one main request: the new prompt
     items = loader.request_items(run["bodies"][0])
-    assert _seen(items) == _expected(run["snap"])
+    assert loader.seen_items(items) == loader.expected_items(run["snap"].records, PROMPT)
     # each result answers the call sent before it, by the id the session holds
     calls = [it["id"] for it in items if it["kind"] == "tool-call"]
     results = [it["call_id"] for it in items if it["kind"] == "tool-result"]
     assert results == calls
     # the CLI's own start-up context goes with the first prompt, never as a record
     assert any(it["kind"] == "system" and "<system-reminder>" in it["text"] for it in items)
+
+
+def test_the_parity_check_lists_and_resumes_a_written_export(tmp_path: Path) -> None:
+    """``verify_export`` (what ``trajconv parity --write`` runs per pair into qwen) installs the
+    export for a scratch folder, and the CLI lists it and replays the re-read history."""
+    require_loader(loader.find(tools_dir()), "qwen")
+    src = next(p for p in FILES if "subagent-compress" in str(p))
+    _snap, export = trajconv.convert("qwen", "qwen", src, tmp_path / "out")
+    written = trajconv.read("qwen", export.out_dir / "home", session=export.session_id)
+    verdict = loader.verify_export(export, written)
+    assert verdict is not None and verdict["ok"], verdict
+    assert verdict["version"] == loader.VERSION

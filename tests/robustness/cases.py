@@ -42,14 +42,29 @@ def _journal_units(name: str) -> Units:
 
 
 def _codex_units(snap: Snapshot, _victim: Path) -> int:
-    """Lines of the rollout artifact (named after the rollout file)."""
-    art = next((a for a in snap.artifacts if a.name.endswith(".jsonl")), None)
-    return count_units((art.read() if art else None) or b"")
+    """Lines of the rollout artifacts (each named after its rollout file: the session's and
+    those of the threads it spawned, read with it as its children)."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.endswith(".jsonl"))
+
+
+def _claude_units(snap: Snapshot, victim: Path) -> int:
+    """Lines of the transcript artifact, and of its sub-agents' (read with it as children)."""
+    subs = sum(
+        count_units(a.read() or b"")
+        for a in snap.artifacts
+        if a.name.startswith("subagents/") and a.name.endswith(".jsonl")
+    )
+    return _journal_units(victim.name)(snap, victim) + (subs if snap.children else 0)
 
 
 def _gemini_units(snap: Snapshot, _victim: Path) -> int:
     """Lines of every session file the Gemini reader copied (``chats/...``)."""
     return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.startswith("chats/"))
+
+
+def _qwen_units(snap: Snapshot, _victim: Path) -> int:
+    """Lines of every journal the Qwen Code reader copied (the session's and its sub-agents')."""
+    return sum(count_units(a.read() or b"") for a in snap.artifacts if a.name.endswith(".jsonl"))
 
 
 def _cursor_units(snap: Snapshot, _victim: Path) -> int:
@@ -128,13 +143,23 @@ TARGETS: dict[str, Target] = {
         "claude",
         "*/.claude/projects/*/*.jsonl",
         "text",
-        lambda snap, victim: _journal_units(victim.name)(snap, victim),
+        _claude_units,
     ),
     "gemini": Target("gemini", "*/.gemini/tmp/*/chats/session-*.jsonl", "text", _gemini_units),
+    "qwen": Target("qwen", "*/.qwen/projects/*/chats/*.jsonl", "text", _qwen_units),
     # documents that continue in no other file
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
+    # Kilo keeps OpenCode's tables: the same counter
+    "kilo": Target("kilo", "recorded-tools/kilo.db", "sqlite", _opencode_units),
+    # a cwd folder holding one session (the tree case's holds two: a read would need --session)
+    "pi": Target(
+        "pi",
+        "recorded-tools/sessions/*/*.jsonl",
+        "text",
+        lambda snap, victim: _journal_units(victim.name)(snap, victim),
+    ),
 }
 
 

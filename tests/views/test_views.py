@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import trajconv
 from tests.helpers import FIXTURES
+from tests.subagents.support import IDS as SUBAGENT_IDS
+from tests.subagents.support import SOURCES as SUBAGENT_SOURCES
 from tests.views.support import ANSI, BIDI, SCRIPT, fixtures, hostile, read_fixture
 from trajconv import views
 from trajconv.cli.main import cli
@@ -35,12 +38,14 @@ def test_text_and_markdown_of_every_fixture(label: str, snapshot: object) -> Non
         assert snap.id in view
         for d in snap.diagnostics:
             assert d.code in view
-    calls = [r.call for r in snap.records if r.kind == "tool-call"]
+    # the sub-agents the Snapshot holds are shown too, under their calls
+    calls = [r.call for r in snap.all_records() if r.kind == "tool-call"]
     for call in calls:
         assert f"`{markdown._code(call.name)}` · `{markdown._code(call.id)}`" in md
-    results = [r.result for r in snap.records if r.kind == "tool-result"]
+    results = [r.result for r in snap.all_records() if r.kind == "tool-result"]
     assert md.count("**Result** of ") == len(results)
     assert md.count("**FAILED**") == sum(model.failed(r) for r in results)
+    assert "spawning call not found" not in md or not snap.children
     turns = {r.turn for r in snap.records}
     assert len(re.findall(r"^## (Turn \d+|Outside a turn)$", md, re.M)) >= len(turns)
 
@@ -219,3 +224,31 @@ def test_text_on_a_terminal_goes_through_the_pager(
     [(text, color)] = paged
     assert color and "\x1b[" in text  # styled for the pager (less -R)
     assert text == terminal.render(snap, width=72, color=True)
+
+
+@pytest.mark.parametrize(
+    ("label", "harness", "path", "session"), SUBAGENT_SOURCES, ids=SUBAGENT_IDS
+)
+def test_a_held_sub_agent_is_shown_once_under_its_spawning_call(
+    label: str, harness: str, path: Path, session: str | None
+) -> None:
+    snap = trajconv.read(harness, path, session=session)
+    (child,) = snap.children
+    call = next(
+        r.call for r in snap.records if r.kind == "tool-call" and r.call.id == child.parent_call_id
+    )
+    # from the native home too, which also lists the child as a session of its own
+    # (another source: its own session path)
+    home = {"claude": path.parents[3], "codex": path, "opencode": path.parent}.get(harness, path)
+    shown = CliRunner().invoke(
+        cli, ["show", "--from", harness, str(home), "--session", snap.session.id,
+              "--format", "markdown"],
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    for md in (markdown.render(snap), shown.output):
+        head = f"`{markdown._code(call.name)}` · `{markdown._code(call.id)}`"
+        box = f"> **Sub-agent** `{child.session.id}`"
+        assert md.count(box) == 1  # shown once: the home's own copy is not added again
+        result = md.index(f"**Result** of `{markdown._code(call.name)}`")
+        assert md.index(head) < md.index(box) < result
+        assert "spawning call not found" not in md

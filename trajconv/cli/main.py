@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -75,35 +76,50 @@ def write_options(func: F) -> F:
         help="the session's working directory: for targets that need one when the source "
         "has none; with a session id or --latest, only sessions of that folder",
     )(func)
-    func = click.option(
-        "--codex-model-provider",
-        default=None,
-        metavar="ID",
-        help="codex target: the model_provider id you will resume with "
-        "(default: openai, Codex's built-in provider)",
-    )(func)
-    func = click.option(
-        "--fx-schema",
-        type=click.Choice(["1", "4"]),
-        default=None,
-        help="fx target layout: 1 (legacy, default) or 4 (current)",
-    )(func)
-    func = click.option(
-        "--atif-version",
-        default=None,
-        help="ATIF target version, 1.0 to 1.8 (default 1.7)",
-    )(func)
+    for codec, option in reversed(_codec_write_options()):
+        func = click.option(
+            option.flag(codec),
+            _dest(codec, option),
+            type=click.Choice(option.choices) if option.choices else None,
+            default=None,
+            help=f"--to {codec}: {option.help}",
+        )(func)
     return func
 
 
-def _write_opts(kwargs: dict[str, Any]) -> dict[str, Any]:
-    opts = {
-        "cwd": kwargs.pop("cwd"),
-        "fx_schema": kwargs.pop("fx_schema"),
-        "atif_version": kwargs.pop("atif_version"),
-        "model_provider": kwargs.pop("codex_model_provider"),
-    }
-    return {k: (int(v) if k == "fx_schema" else v) for k, v in opts.items() if v is not None}
+def _codec_write_options() -> list[tuple[str, Any]]:
+    """Every writing codec's own options (``WriteOption``), as ``(codec name, option)``."""
+    from trajconv.codecs import registry
+
+    try:
+        codecs = registry.all_codecs()
+    except UsageError:  # nothing registered: the commands say so when they run
+        return []
+    return [(c.name, o) for c in codecs if c.can_write for o in c.write_options]
+
+
+def _dest(codec: str, option: Any) -> str:
+    return f"{codec}_{option.name}".replace("-", "_")
+
+
+def _write_opts_for(target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The write options for ``target``: ``--cwd`` and the target codec's own options, each
+    under the keyword its writer takes; one given for another codec is a usage error."""
+    from trajconv.codecs import registry
+
+    name = registry.get(target).name
+    opts: dict[str, Any] = {}
+    cwd = kwargs.pop("cwd")
+    if cwd is not None:
+        opts["cwd"] = cwd
+    for codec, option in _codec_write_options():
+        value = kwargs.pop(_dest(codec, option), None)
+        if value is None:
+            continue
+        if codec != name:
+            raise UsageError(f"{option.flag(codec)} applies to --to {codec} only, not to {name}")
+        opts[option.name] = value
+    return opts
 
 
 def _diag_lines(diagnostics: Any, side: str) -> list[str]:
@@ -138,8 +154,10 @@ def _report_lossy(export: Any) -> None:
 
 
 def _report_export(
-    export: Any, as_json: bool, snapshot: Any = None, allow_lossy: bool = False
+    export: Any, as_json: bool, snapshot: Any = None, allow_lossy: bool = False, kept: bool = True
 ) -> None:
+    """What was written, and how to install and resume it; ``kept`` False for a scratch
+    export that goes once it is installed (no install or try-first line to run later)."""
     if allow_lossy:
         _report_lossy(export)
     if as_json:
@@ -158,7 +176,10 @@ def _report_export(
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
     click.echo(f"wrote {export.target} session {export.session_id} to {out}")
     click.echo(f"  snapshot:  {export.snapshot_id}")
-    if export.installable:
+    if export.installable and not kept:
+        click.echo("  install:   now (--install); the export folder is removed after it")
+        click.echo(f"  resume:    {resume}")
+    elif export.installable:
         click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
         click.echo(f"  resume:    {resume}")
         click.echo(f"  try first: {export.try_first()}")
@@ -185,17 +206,6 @@ def _dump_snapshot(snap: Any, path: Path, force: bool) -> None:
 
     _check_new_file(path, force)
     io.dump(snap, path)
-
-
-def _write_opts_for(target: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The write options, refusing one that does not apply to ``target``."""
-    from trajconv.codecs import registry
-
-    opts = _write_opts(kwargs)
-    name = registry.get(target).name
-    if "fx_schema" in opts and name != "fx":
-        raise UsageError(f"--fx-schema applies to --to fx only, not to {name}")
-    return opts
 
 
 @contextlib.contextmanager
@@ -326,6 +336,11 @@ def _harness_opt(
     )
 
 
+VERBOSE = click.option(
+    "-v", "--verbose", is_flag=True, help="name every home looked at, found or not"
+)
+
+
 FORCE = click.option(
     "--force",
     is_flag=True,
@@ -335,7 +350,11 @@ FORCE = click.option(
 
 
 @cli.command()
-@_harness_opt("--from", "source", help_text="harness the session comes from", required=True)
+@_harness_opt(
+    "--from",
+    "source",
+    help_text="harness the session comes from; told from PATH's files when left out",
+)
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "-o",
@@ -349,22 +368,34 @@ FORCE = click.option(
 @FORCE
 @limit_options
 def read(
-    source: str, path: Path, output: Path | None, session: str | None, force: bool, **kw: Any
+    source: str | None,
+    path: Path,
+    output: Path | None,
+    session: str | None,
+    force: bool,
+    **kw: Any,
 ) -> None:
     """Read a native session into a Snapshot (its diagnostics on stderr)."""
-    import trajconv
+    from trajconv import find
     from trajconv.snapshot import io
 
     if output is not None:
         _check_new_file(output, force)
     with _reading_progress(path):
-        snap = trajconv.read(source, path, session=session, limits=_limits(kw))
+        loaded = find.load(str(path), source=source, session=session, limits=_limits(kw))
+    _say(loaded.note)
+    snap = loaded.snapshot
     if output is None:
         io.write(snap, sys.stdout.buffer)
     else:
         _dump_snapshot(snap, output, force)
         click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
     _print_diagnostics(snap.diagnostics)
+
+
+def _say(note: str | None) -> None:
+    if note is not None:
+        click.echo(note, err=True)
 
 
 @cli.command()
@@ -390,76 +421,6 @@ def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> N
     lossy = kw.pop("allow_lossy")
     export = trajconv.write(snap, target, out, allow_lossy=lossy, **_write_opts_for(target, kw))
     _report_export(export, as_json, allow_lossy=lossy)
-
-
-def _snapshot_input(path: str | Path, session: str | None, source: str | None) -> Any:
-    """PATH as a Snapshot file or an archive store, for ``convert`` without ``--from``.
-
-    A Snapshot is the central format, not a harness, so it is not a codec: ``--from``
-    is left out (or given as ``snapshot``) and the file or store is loaded as is.
-    """
-    from trajconv.errors import UsageError
-    from trajconv.store import is_store, is_url, load_input
-
-    if source is None and not is_url(path):
-        path = Path(path)
-        looks_stored = is_store(path) if path.is_dir() else _sniff_snapshot(path)
-        if not looks_stored:
-            raise UsageError(
-                f"{path} is not a Snapshot file or a trajconv store; say which harness "
-                "it comes from with --from (trajconv codecs lists them)"
-            )
-    return load_input(path, session)
-
-
-def _sniff_snapshot(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(512)
-    except OSError:
-        return False
-    return head.lstrip().startswith(b"{") and b'"trajconv.snapshot/' in head
-
-
-def _convert_source(
-    source: str | None,
-    path: str | None,
-    session: str | None,
-    latest: bool,
-    cwd: str | None,
-    limits: Any,
-) -> Any:
-    """The Snapshot ``convert`` starts from: a path (its harness told by ``--from`` or by
-    its files), a Snapshot file or store, or a session found by id, prefix or recency."""
-    import trajconv
-    from trajconv import find
-    from trajconv.store import is_url
-
-    if source is not None and source.strip().lower() == "snapshot":
-        return _snapshot_input(Path(path or "."), session, source)
-    if path is not None and is_url(path):  # a store on object storage (s3://bucket/prefix)
-        return _snapshot_input(path, session, None)
-    given = Path(path) if path is not None else None
-    if given is not None and given.exists():
-        if source is None:
-            stored = _is_store(given) if given.is_dir() else _sniff_snapshot(given)
-            if stored:
-                return _snapshot_input(given, session, None)
-            source = find.detect(given)
-            click.echo(f"reading {given} as {source} (--from to say otherwise)", err=True)
-        return trajconv.read(source, given, session=session, limits=limits)
-    if path is not None and ("/" in path or path.startswith(".")):
-        raise UsageError(f"{path}: no such file or folder")
-    query = path if path is not None else session
-    ref = find.pick(query, latest=latest, cwd=cwd, harnesses=[source] if source else None)
-    click.echo(f"found {find.describe(ref)}", err=True)
-    return trajconv.read(ref.harness, ref.path, session=ref.session_id, limits=limits)
-
-
-def _is_store(path: Path) -> bool:
-    from trajconv.store.local import is_store
-
-    return is_store(path)
 
 
 def _install(export: Any, home: Path | None, as_json: bool) -> None:
@@ -560,11 +521,10 @@ def convert(
     import tempfile
 
     import trajconv
+    from trajconv import find
 
-    if out is None:
-        if not install:
-            raise UsageError("name the export folder with -o OUT (or pass --install)")
-        out = Path(tempfile.mkdtemp(prefix="trajconv-export-")) / "export"
+    if out is None and not install:
+        raise UsageError("name the export folder with -o OUT (or pass --install)")
     if home is not None and not install:
         raise UsageError("--home applies to --install only")
     limits = _limits(kw)
@@ -574,18 +534,36 @@ def convert(
     lossy = kw.pop("allow_lossy")
     if snapshot_out is not None:
         _check_new_file(snapshot_out, force)
-    with _reading_progress(Path(path) if path else None):
-        snap = _convert_source(source, path, session, latest, opts.get("cwd"), limits)
-        if redact:
-            from trajconv.redact import redacted
+    # with --install and no -o, the export is written to a scratch folder that goes once
+    # prepare.py ran (or refused)
+    scratch = Path(tempfile.mkdtemp(prefix="trajconv-export-")) if out is None else None
+    try:
+        with _reading_progress(Path(path) if path else None):
+            loaded = find.load(
+                path,
+                source=source,
+                session=session,
+                latest=latest,
+                cwd=opts.get("cwd"),
+                limits=limits,
+            )
+            _say(loaded.note)
+            snap = loaded.snapshot
+            if redact:
+                from trajconv.redact import redacted
 
-            snap = redacted(snap)
-        if snapshot_out is not None:
-            _dump_snapshot(snap, snapshot_out, force)
-        export = trajconv.write(snap, target, out, allow_lossy=lossy, **opts)
-    _report_export(export, as_json, snap, allow_lossy=lossy)
-    if install:
-        _install(export, home, as_json)
+                snap = redacted(snap)
+            if snapshot_out is not None:
+                _dump_snapshot(snap, snapshot_out, force)
+            where = scratch / "export" if scratch is not None else out
+            assert where is not None  # no -o is a usage error without --install
+            export = trajconv.write(snap, target, where, allow_lossy=lossy, **opts)
+        _report_export(export, as_json, snap, allow_lossy=lossy, kept=scratch is None)
+        if install:
+            _install(export, home, as_json)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 @cli.command()
@@ -650,9 +628,16 @@ def verify(file: Path, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
-@_harness_opt("--from", "source", help_text="harness PATH comes from (see `convert`)")
+@click.argument("path", required=False)
+@_harness_opt(
+    "--from", "source", help_text="harness PATH comes from; told from its files when left out"
+)
 @click.option("--session", default=None, help="session id inside a home or store holding several")
+@click.option(
+    "--latest",
+    is_flag=True,
+    help="the newest session of the default homes (with --from: of that harness)",
+)
 @click.option(
     "--format",
     "fmt",
@@ -684,14 +669,16 @@ def verify(file: Path, as_json: bool) -> None:
 def show(**kw: Any) -> None:
     """See a session: in the terminal, as Markdown, or as one self-contained HTML page.
 
-    PATH is a native session or home (with --from, as for `convert`), a Snapshot file or
-    an archive store (with --session). Sub-agent sessions found beside it (a native home
-    or a store) are nested under the tool call that spawned them. --diff A B shows two
-    Snapshots side by side (e.g. a source and the re-read of its export folder): what
-    was dropped or changed, and the diagnostic that named each difference.
+    PATH is a native session or home (its harness told from its files, or --from), a
+    Snapshot file or an archive store (with --session); in place of PATH, a session id, a
+    unique prefix of one, or --latest, as for `convert`. Sub-agent sessions found beside it
+    (a native home or a store) are nested under the tool call that spawned them. --diff A B
+    shows two Snapshots side by side (e.g. a source and the re-read of its export folder):
+    what was dropped or changed, and the diagnostic that named each difference.
 
     \b
-    trajconv show --from grok ~/.grok --session ID      paged text on a terminal
+    trajconv show ~/.grok --session ID                  paged text on a terminal
+    trajconv show --latest                              the newest session anywhere
     trajconv show SNAPSHOT.json --format markdown > session.md
     trajconv show SNAPSHOT.json --format html -o session.html
     trajconv show --diff SNAPSHOT.json EXPORT_DIR
@@ -808,6 +795,7 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="at most N sessions")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@VERBOSE
 def discover(
     harness: tuple[str, ...],
     home: Path | None,
@@ -816,6 +804,7 @@ def discover(
     grep: str | None,
     limit: int | None,
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """List sessions in native homes, newest first, with the path to pass to `convert`.
 
@@ -842,9 +831,8 @@ def discover(
             f"{r['harness']:<10} {r['session_id']:<40} "
             f"{r['updated_at'] or r['created_at'] or '-':<24} {title:<30} {r['path']}"
         )
-    for cov in listing.coverage:
-        extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
-        click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
+    for line in find.coverage_lines(listing.coverage, verbose):
+        click.echo(line, err=True)
 
 
 @cli.command()
@@ -1057,9 +1045,16 @@ def _reading_progress(path: Path | None, console: Any = None) -> Any:
 )
 @click.option("--jobs", type=click.IntRange(min=1), default=1, help="read N sessions in parallel")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable summary")
+@VERBOSE
 @limit_options
 def archive_run(
-    store: Path, harness: str | None, home: Path | None, jobs: int, as_json: bool, **kw: Any
+    store: Path,
+    harness: str | None,
+    home: Path | None,
+    jobs: int,
+    as_json: bool,
+    verbose: bool,
+    **kw: Any,
 ) -> None:
     """Snapshot every changed session of the native homes into STORE.
 
@@ -1068,6 +1063,7 @@ def archive_run(
     when the previous one's record chain is a prefix of it, else `diverged`; older
     Snapshots are kept. Native homes are only read.
     """
+    from trajconv import find
     from trajconv.harvest import archive as run_archive
 
     with _archive_progress(sys.stderr.isatty()) as tick:
@@ -1089,9 +1085,8 @@ def archive_run(
         for o in summary.outcomes:
             if o.status in ("extends", "diverged"):
                 click.echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
-        for cov in summary.coverage:
-            extra = f" ({cov['sessions']} sessions)" if "sessions" in cov else ""
-            click.echo(f"# {cov['harness']}: {cov['status']}{extra} at {cov['home']}", err=True)
+        for line in find.coverage_lines(summary.coverage, verbose):
+            click.echo(line, err=True)
     for o in summary.failed:
         click.echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
     if not summary.ok:

@@ -45,7 +45,6 @@ from pydantic import ValidationError
 
 from trajconv.snapshot import hashing
 from trajconv.snapshot.builder import ArtifactWriter, plain_record
-from trajconv.snapshot.io import strict_loads
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
@@ -67,6 +66,7 @@ from trajconv.snapshot.spool import (
     Spool,
     _record_adapter,
 )
+from trajconv.snapshot.strictjson import strict_loads
 
 _LINE = 1 << 20  # a line of the document's frame longer than this is not the layout
 _TAIL = 64 << 20  # diagnostics and producer, after the artifacts

@@ -21,7 +21,7 @@ from pydantic import (
     model_serializer,
 )
 
-from trajconv.snapshot.spool import Blob
+from trajconv.snapshot.blob import Blob
 
 FORMAT = "trajconv.snapshot/1"
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"

@@ -135,6 +135,10 @@ class LocalBackend:
             return None
 
 
+#: URL schemes and the extra of trajconv that installs their fsspec package (pyproject.toml)
+EXTRAS = {"s3": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure"}
+
+
 class FsspecBackend:
     """Any fsspec URL (``s3://bucket/prefix``, ``gs://``, ``az://``, ``memory://``...)."""
 
@@ -142,10 +146,16 @@ class FsspecBackend:
         import fsspec
 
         self.url = url.rstrip("/")
-        # listings are never cached: another writer may have added objects meanwhile
-        self.fs, root = fsspec.url_to_fs(
-            self.url, use_listings_cache=False, skip_instance_cache=True, **options
-        )
+        try:
+            # listings are never cached: another writer may have added objects meanwhile
+            self.fs, root = fsspec.url_to_fs(
+                self.url, use_listings_cache=False, skip_instance_cache=True, **options
+            )
+        except ImportError as exc:  # fsspec's "Install s3fs to access S3"
+            scheme = self.url.split("://", 1)[0]
+            extra = EXTRAS.get(scheme)
+            how = f"pip install 'trajconv[{extra}]'" if extra else "install the fsspec package"
+            raise UsageError(f"{self.url}: {scheme}:// stores need {how} ({exc})") from None
         self.root = root.rstrip("/")
         self.conditional = True  # until the backend refuses mode "xb"
 

@@ -5,11 +5,12 @@ Kept out of ``trajconv/cli/main.py`` so the command there is only its options.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
@@ -21,9 +22,10 @@ from trajconv.views import chunks, diff, load, model
 
 def show(
     *,
-    path: Path | None,
+    path: str | None,
     source: str | None,
     session: str | None,
+    latest: bool,
     fmt: str,
     output: Path | None,
     full: bool,
@@ -33,13 +35,15 @@ def show(
     redact: bool = False,
 ) -> None:
     if diff_paths:
-        if path is not None or source is not None or session is not None:
-            raise UsageError("--diff A B takes no PATH, --from or --session")
+        if path is not None or source is not None or session is not None or latest:
+            raise UsageError("--diff A B takes no PATH, --from, --session or --latest")
         _show_diff(diff_paths, fmt, output, full, as_json)
         return
-    if path is None:
-        raise UsageError("say what to show: trajconv show PATH (or --diff A B)")
-    fam = _family(path, source, session, limits)
+    if path is None and session is None and not latest:
+        raise UsageError(
+            "say what to show: trajconv show PATH, a session id or prefix, --latest (or --diff A B)"
+        )
+    fam = _family(path, source, session, latest, limits)
     if redact:
         fam = _redacted(fam)
     if as_json:
@@ -57,10 +61,27 @@ def show(
         return
     if fmt == "text" and interactive():
         width = shutil.get_terminal_size().columns
-        click.echo_via_pager(chunks(fam, fmt, full=full, width=width, color=True), color=True)
+        with _less_shows_colour():
+            click.echo_via_pager(chunks(fam, fmt, full=full, width=width, color=True), color=True)
         return
     for piece in chunks(fam, fmt, full=full):
         click.echo(piece, nl=False)
+
+
+@contextlib.contextmanager
+def _less_shows_colour() -> Iterator[None]:
+    """``less`` (click's pager) shows colour codes as raw escapes unless told ``-R``: add it
+    to ``LESS`` for the pager, keeping the user's own options."""
+    before = os.environ.get("LESS")
+    if before is None or "R" not in before.lstrip("-"):
+        os.environ["LESS"] = f"{before} -R" if before else "-R"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LESS", None)
+        else:
+            os.environ["LESS"] = before
 
 
 def interactive() -> bool:
@@ -76,19 +97,19 @@ def _redacted(fam: model.Family) -> model.Family:
     return model.Family(redacted(fam.snapshot), fam.call_id, fam.how, kids)
 
 
-def _family(path: Path, source: str | None, session: str | None, limits: Limits) -> model.Family:
-    if source is None or source.strip().lower() == "snapshot":
-        from trajconv.cli.main import _snapshot_input
-        from trajconv.store.local import is_store
+def _family(
+    path: str | None, source: str | None, session: str | None, latest: bool, limits: Limits
+) -> model.Family:
+    from trajconv import find
 
-        snap = _snapshot_input(path, session, source)
-        if path.is_dir() and is_store(path):
-            return load.store_family(path, snap)
-        return model.Family(snap)
-    import trajconv
-
-    snap = trajconv.read(source, path, session=session, limits=limits)
-    return load.native_family(source, path, snap, limits)
+    loaded = find.load(path, source=source, session=session, latest=latest, limits=limits)
+    if loaded.note is not None:
+        click.echo(loaded.note, err=True)
+    if loaded.harness is None:
+        if loaded.stored:
+            return load.store_family(Path(loaded.path), loaded.snapshot)
+        return model.Family(loaded.snapshot)
+    return load.native_family(loaded.harness, Path(loaded.path), loaded.snapshot, limits)
 
 
 def _show_diff(

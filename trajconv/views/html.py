@@ -76,7 +76,14 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     yield "<main id=timeline aria-live=polite></main><div id=sentinel aria-hidden=true></div>\n"
     yield _diagnostics(snap, "diagnostics")
     for i, member in enumerate(members[1:], start=1):
-        yield _diagnostics(member.snapshot, f"diagnostics-{i}", child=True)
+        if member.held:  # one the Snapshot holds was read with it: counted above
+            yield (
+                f"<section id=diagnostics-{i} class=diagnostics><h2>Diagnostics of sub-agent "
+                f"{_e(member.snapshot.session.id)}</h2><p>read with the session: counted in "
+                "<a href=#diagnostics>its diagnostics</a></p></section>\n"
+            )
+        else:
+            yield _diagnostics(member.snapshot, f"diagnostics-{i}", child=True)
     yield _verify(snap)
     # What the script needs to know comes first, then the script, then the records: the
     # page shows its first window as soon as the first block is parsed, not the last.

@@ -52,6 +52,8 @@ def with_children(
     frontier = [snap]
     left = dict(candidates)
     left.pop(snap.session.id, None)
+    for held in snap.children:  # held by the Snapshot itself: never read again
+        left.pop(held.session.id, None)
     for _ in range(depth):
         nxt: list[Snapshot] = []
         for parent in frontier:
@@ -115,11 +117,10 @@ def diff_side(path: Path) -> DiffSide:
 
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
-        from trajconv.codecs import registry
-        from trajconv.parity import _reread
+        from trajconv.api import reread
 
         doc = json.loads(manifest.read_text("utf-8"))
-        snap = _reread(registry.get(doc["target"]), path, doc["session_id"])
+        snap = reread(path)
         writer = tuple(Diagnostic.model_validate(d) for d in doc.get("diagnostics", []))
         return DiffSide(snap, writer)
     if path.is_dir():

@@ -89,7 +89,8 @@ def _child(child: Family, level: int, full: bool) -> Iterator[str]:
     how = f" — spawned by this call ({child.how})" if child.how else " — spawning call not found"
     lines = [f"**Sub-agent** `{_code(snap.session.id)}` {_escape(model.title(snap))}{how}\n\n"]
     lines += list(_timeline(child, level + 1, full))
-    lines += list(_diagnostics(snap, level + 1))
+    if not child.held:  # one the Snapshot holds was read with it: its diagnostics are above
+        lines += list(_diagnostics(snap, level + 1))
     text = "".join(lines).rstrip("\n")
     yield "\n".join(f"> {line}" if line else ">" for line in text.split("\n")) + "\n\n"
 

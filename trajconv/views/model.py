@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajconv.snapshot.diagnostics import REGISTRY
-from trajconv.snapshot.models import Diagnostic, Snapshot, ToolResult
+from trajconv.snapshot.models import Child, Diagnostic, Snapshot, ToolResult
 
 #: Longest tool output, argument text or reasoning a view shows whole by default.
 MAX_LINES = 40
@@ -183,9 +183,14 @@ class Family:
     how: str | None = None
     """How the spawning call was found (shown beside the sub-agent)."""
     children: tuple[Family, ...] = ()
+    held: bool = False
+    """A sub-agent the parent's Snapshot holds: its diagnostics are among the parent's."""
     _by_call: dict[str, list[Family]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not self.children and self.snapshot.children:
+            # the sub-agents the Snapshot holds itself (a frozen field, set once here)
+            object.__setattr__(self, "children", tuple(embedded(self.snapshot)))
         for child in self.children:
             if child.call_id is not None:
                 self._by_call.setdefault(child.call_id, []).append(child)
@@ -204,6 +209,50 @@ def family(snapshot: Snapshot, sessions: Sequence[Snapshot] = (), depth: int = 4
     return _family(snapshot, list(sessions), depth, None, None, {snapshot.id})
 
 
+def as_snapshot(parent: Snapshot, child: Child) -> Snapshot:
+    """A sub-agent the Snapshot holds, as a Snapshot a view shows: its own source, facts and
+    records, the parent's artifacts (its evidence names them) and producer."""
+    return Snapshot.model_construct(
+        format=parent.format,
+        id=child.id,
+        meta_hash=parent.meta_hash,
+        source=child.source,
+        session=child.session,
+        records=child.records,
+        children=(),
+        artifacts=parent.artifacts,
+        diagnostics=(),
+        producer=parent.producer,
+    )
+
+
+LINKED = "the Snapshot links it to this call"
+
+
+def embedded(snap: Snapshot) -> list[Family]:
+    """The Snapshot's own sub-agents, each under the call that spawned it (``parent_call_id``,
+    else found as :func:`spawner` finds one), a sub-agent's own under it."""
+    views = {c.id: as_snapshot(snap, c) for c in snap.children}
+
+    def under(session: Snapshot) -> list[Family]:
+        kids = []
+        for child in snap.children:
+            if child.session.parent_session_id != session.session.id:
+                continue
+            view = views[child.id]
+            call: str | None
+            how: str | None
+            if child.parent_call_id is not None:
+                call, how = child.parent_call_id, LINKED
+            else:
+                found = spawner(session, child.session.id)
+                call, how = found if found is not None else (None, None)
+            kids.append(Family(view, call, how, tuple(under(view)), held=True))
+        return kids
+
+    return under(snap)
+
+
 def _family(
     snap: Snapshot,
     pool: list[Snapshot],
@@ -212,10 +261,16 @@ def _family(
     how: str | None,
     seen: set[str],
 ) -> Family:
-    kids: list[Family] = []
+    own = embedded(snap)
+    kids: list[Family] = list(own)
+    held = {c.session.id for c in snap.children}  # read with it: not again from the pool
     if depth > 0:
         mine = [
-            s for s in pool if s.session.parent_session_id == snap.session.id and s.id not in seen
+            s
+            for s in pool
+            if s.session.parent_session_id == snap.session.id
+            and s.id not in seen
+            and s.session.id not in held
         ]
         mine.sort(key=lambda s: (s.session.created_at or "", s.session.id))
         seen.update(s.id for s in mine)

@@ -147,7 +147,9 @@ def _timeline(fam: Family, full: bool) -> Iterator[RenderableType]:
 def _child(child: Family, full: bool) -> RenderableType:
     snap = child.snapshot
     how = f"spawned by this call: {child.how}" if child.how else "spawning call not found"
-    inner = Group(Text(how, style="dim"), *_timeline(child, full), _diagnostics(snap))
+    # a sub-agent the Snapshot holds was read with it: its diagnostics are the session's
+    diags = [] if child.held else [_diagnostics(snap)]
+    inner = Group(Text(how, style="dim"), *_timeline(child, full), *diags)
     title = Text(f"sub-agent {model.inert(snap.session.id)}", style="bold")
     return Padding(
         Panel(inner, title=title, title_align="left", border_style="yellow"), (0, 0, 0, 4)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.common import head
 from trajconv.errors import FormatError
 
 DOCUMENT = "trajectory.json"
@@ -27,11 +29,6 @@ def minor(version: str) -> int:
     return int(version.rsplit(".", 1)[1])
 
 
-def default_home() -> Path:
-    """ATIF has no home: trajectories are files wherever an evaluation run left them."""
-    return Path.cwd()
-
-
 def resolve(path: Path) -> Path:
     """The trajectory document: ``path`` itself, or ``trajectory.json`` in the folder."""
     if path.is_file():
@@ -42,3 +39,15 @@ def resolve(path: Path) -> Path:
             return doc
         raise FormatError(path, f"not an ATIF trajectory folder (no {DOCUMENT})")
     raise FormatError(path, "no such file or folder")
+
+
+def claims(path: Path) -> Claim | None:
+    """A trajectory document (certain when its opening names an ``ATIF-v1.N`` schema) or the
+    folder holding ``trajectory.json``. ATIF has no home: trajectories are files wherever an
+    evaluation run left them, so no folder is claimed as one."""
+    doc = path / DOCUMENT if path.is_dir() else path
+    if not doc.is_file() or doc.suffix != ".json":
+        return None
+    if b'"ATIF-v1.' in head(doc):
+        return Claim(CERTAIN, "session")
+    return Claim(LIKELY, "session") if doc.name == DOCUMENT else None

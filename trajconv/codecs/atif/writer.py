@@ -207,7 +207,7 @@ def _root_extra(snapshot: Snapshot, facts: Json) -> Json:
 
 
 def plan(snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:
-    version = _version(options.get("atif_version"))
+    version = _version(options.get("version"))
     minor = layout.minor(version)
     diags = Diagnostics()
     steps = _Steps(minor, diags)

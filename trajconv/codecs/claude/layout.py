@@ -9,11 +9,11 @@ finds the file in any project folder.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from trajconv.codecs.base import safe_component
-from trajconv.codecs.grok.layout import is_uuid as is_uuid
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.common import first_json
+from trajconv.codecs.common import is_uuid as is_uuid
 from trajconv.errors import FormatError
 
 CONFIG = ".claude"
@@ -22,11 +22,6 @@ SUFFIX = ".jsonl"
 SUBAGENTS = "subagents"
 AGENT_PREFIX = "agent-"
 META_SUFFIX = ".meta.json"
-
-
-def default_home() -> Path:
-    env = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(env) if env else Path.home() / CONFIG
 
 
 #: longest project key kept whole; a longer one is cut here and given a hash suffix
@@ -121,3 +116,25 @@ def resolve(path: Path, session: str | None) -> Path:
         if cand.is_file():
             return cand
     raise FormatError(path, f"no session {session!r} under {path}")
+
+
+def claims(path: Path) -> Claim | None:
+    """A transcript (``<uuid>.jsonl`` in ``projects/<key>/``, or one whose first line is a
+    Claude Code line), a sub-agent's ``agent-*.jsonl``, a project folder, a config folder
+    (``.claude`` holding ``projects/``) or a user home holding one."""
+    if path.is_file():
+        if path.suffix != SUFFIX:
+            return None
+        placed = path.parent.parent.name == PROJECTS or path.parent.name == SUBAGENTS
+        if placed and (is_uuid(path.stem) or is_subagent(path)):
+            return Claim(CERTAIN, "session", (path.stem,))
+        first = first_json(path) if is_uuid(path.stem) else None
+        if first is not None and "sessionId" in first and "type" in first:
+            return Claim(LIKELY, "session", (path.stem,))
+        return None
+    if path.parent.name == PROJECTS and any(is_uuid(p.stem) for p in path.glob(f"*{SUFFIX}")):
+        return Claim(CERTAIN, "home")
+    config = config_dir(path)
+    if (config / PROJECTS).is_dir() and (config.name == CONFIG or transcripts(config)):
+        return Claim(CERTAIN, "home")
+    return None

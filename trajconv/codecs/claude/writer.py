@@ -42,14 +42,12 @@ from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
     Limits,
-    check_continuable,
     dropped_code,
     exit_code_shown,
-    safe_component,
 )
 from trajconv.codecs.claude import layout, native
+from trajconv.codecs.common import open_write
 from trajconv.codecs.jsonl import iter_file_objects, iter_objects
-from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Child, Snapshot
 from trajconv.snapshot.spool import Blob, Spool
@@ -61,14 +59,6 @@ _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
 def _dumps(value: Any) -> str:
     """Compact JSON with non-ASCII kept, as the CLI's ``JSON.stringify`` writes it."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    sid = snapshot.session.id
-    if layout.is_uuid(sid):
-        return str(uuid.UUID(sid))
-    diags.add("ids-derived", "session id")
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:claude-session"))
 
 
 def _signatures(snapshot: Snapshot) -> dict[tuple[str, int, str], str]:
@@ -372,12 +362,7 @@ def _agent_meta(snapshot: Snapshot, child: Child, ctx: _Context) -> bytes:
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "claude", allow_lossy=allow_lossy)
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write claude: the session has no cwd; pass --cwd DIR")
-    sid = safe_component(session_id(snapshot, diags), "session id")
+    diags, drop, workdir, sid = open_write(snapshot, "claude", allow_lossy=allow_lossy, cwd=cwd)
     key = layout.project_key(workdir)
     session = snapshot.session
     ctx = _Context(

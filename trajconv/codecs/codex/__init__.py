@@ -5,12 +5,20 @@ Format facts and sources: ``codecs/codex/README.md``, checked against the real C
 contract and what it cannot carry.
 """
 
-from trajconv.codecs.base import Capabilities, LazyCodec
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
     name="codex",
     aliases=("codex-cli", "openai-codex"),
     description="OpenAI Codex CLI: one rollout-*.jsonl per session under sessions/YYYY/MM/DD",
     package=__name__,
-    capabilities=Capabilities(subagents=True),
+    write_options=(
+        WriteOption(
+            "model_provider",
+            "the model_provider id you will resume with (default: openai, Codex's built-in "
+            "provider)",
+        ),
+    ),
+    homes=(HomeSpec(".codex", "Codex CLI", env=("CODEX_HOME",)),),
+    capabilities=Capabilities(subagents=True, exit_code=True),
 )

@@ -28,13 +28,13 @@ def _text(value: Any) -> str | None:
 
 
 def _titles(home: Path) -> dict[str, str]:
-    from trajconv.codecs.deepagents.native import open_store
+    from trajconv.codecs.sqlite import ReadOnly
 
     db = home / layout.STATE_DB
     if not db.is_file():
         return {}
     try:
-        with open_store(db) as con:
+        with ReadOnly(db) as con:
             rows = con.execute("SELECT id, title FROM threads").fetchall()
     except (FormatError, sqlite3.DatabaseError):
         return {}

@@ -1,6 +1,6 @@
 """Where the Codex CLI keeps sessions (``$CODEX_HOME``, else ``~/.codex``).
 
-``codex.md`` §1 (observed with 0.171.0): rollouts live in
+The codec README's "Layout" (observed with 0.171.0): rollouts live in
 ``<home>/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<id>.jsonl`` (the session's start,
 UTC), archived ones flat in ``<home>/archived_sessions/``; the id in the file name is
 ``session_meta.payload.id``. ``state_5.sqlite`` is the CLI's thread index (derived).
@@ -8,12 +8,12 @@ UTC), archived ones flat in ``<home>/archived_sessions/``; the id in the file na
 
 from __future__ import annotations
 
-import os
 import re
-import uuid
 from pathlib import Path
 
-from trajconv.codecs.base import safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.common import first_json
+from trajconv.codecs.common import is_uuid as is_uuid
 from trajconv.errors import FormatError
 
 SESSIONS = "sessions"
@@ -24,11 +24,6 @@ _NAME = re.compile(
     r"^rollout-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-"
     r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl$"
 )
-
-
-def default_home() -> Path:
-    env = os.environ.get("CODEX_HOME")
-    return Path(env) if env else Path.home() / HOME_DIR
 
 
 def codex_home(path: Path) -> Path | None:
@@ -72,14 +67,6 @@ def locator(rollout: Path) -> str:
     return rollout.relative_to(home).as_posix() if home is not None else rollout.name
 
 
-def is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
 def resolve(path: Path, session: str | None) -> Path:
     """A rollout file from the file itself, a home (Codex's or the user's) or a folder of
     rollouts (``sessions/YYYY/MM/DD``), plus a session id where it holds more than one."""
@@ -115,3 +102,23 @@ def _pick(path: Path, found: list[Path], session: str | None) -> Path:
         if parsed and parsed[1] == wanted:
             return rollout
     raise FormatError(path, f"no rollout for session {session!r} under {path}")
+
+
+def claims(path: Path) -> Claim | None:
+    """A rollout (``rollout-<time>-<id>.jsonl``, or a JSONL opening with ``session_meta``), a
+    folder of rollouts, a Codex home (``sessions/YYYY/MM/DD/``, ``archived_sessions/``) or
+    a user home holding ``.codex``."""
+    if path.is_file():
+        named = parse_name(path.name)
+        if named is not None:
+            return Claim(CERTAIN, "session", (named[1],))
+        first = first_json(path) if path.suffix == ".jsonl" else None
+        if first is not None and first.get("type") == "session_meta":
+            return Claim(LIKELY, "session")
+        return None
+    if path.name == HOME_DIR or (path / HOME_DIR).is_dir() or (path / ARCHIVED).is_dir():
+        return Claim(CERTAIN, "home")
+    if next((path / SESSIONS).glob("*/*/*/rollout-*.jsonl"), None) is not None:
+        return Claim(CERTAIN, "home")
+    here = [p for p in path.glob("rollout-*.jsonl") if parse_name(p.name)]
+    return Claim(CERTAIN, "home") if here else None

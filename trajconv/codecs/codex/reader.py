@@ -341,14 +341,14 @@ def _index(
     rollout: Path, sid: str, b: SnapshotBuilder, name: str = INDEX_ARTIFACT
 ) -> dict[str, Any]:
     """The thread's row of ``state_5.sqlite`` (title, parent edge), when the home has one."""
-    from trajconv.codecs.deepagents.native import open_store
+    from trajconv.codecs.sqlite import ReadOnly
 
     home = layout.home_of(rollout)
     db = home / layout.STATE_DB if home is not None else None
     if db is None or not db.is_file():
         return {}
     try:
-        with open_store(db) as con:
+        with ReadOnly(db) as con:
             con.row_factory = sqlite3.Row
             # SELECT *: the columns differ between schema generations; the ones used are picked
             row = con.execute("SELECT * FROM threads WHERE id = ?", (sid,)).fetchone()

@@ -33,10 +33,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from trajconv.codecs.base import ExportFile, ExportPlan, check_continuable, dropped_code
+from trajconv.codecs.base import ExportFile, ExportPlan, dropped_code
 from trajconv.codecs.codex import layout, native
+from trajconv.codecs.common import open_write
 from trajconv.codecs.export import generic_prepare_script
-from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Child, Snapshot
 from trajconv.snapshot.spool import Blob, Spool
@@ -56,14 +56,6 @@ _WRITTEN = frozenset({"user", "assistant", "system", "tool-call", "tool-result"}
 def _line(time: str, kind: str, payload: dict[str, Any]) -> bytes:
     obj = {"timestamp": time, "type": kind, "payload": payload}
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-
-
-def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    sid = snapshot.session.id
-    if layout.is_uuid(sid):
-        return str(uuid.UUID(sid))
-    diags.add("ids-derived", "session id")
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:codex-session"))
 
 
 def _file_time(time: str) -> tuple[str, str]:
@@ -256,14 +248,9 @@ def plan(
     model_provider: str | None = None,
     **_options: Any,
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "codex", allow_lossy=allow_lossy)
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write codex: the session has no cwd; pass --cwd DIR")
+    diags, drop, workdir, sid = open_write(snapshot, "codex", allow_lossy=allow_lossy, cwd=cwd)
     provider = model_provider or DEFAULT_PROVIDER
     diags.add("codex-model-provider", f"session_meta.model_provider={provider}")
-    sid = session_id(snapshot, diags)
     session = snapshot.session
 
     spool = Spool()

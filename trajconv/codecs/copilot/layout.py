@@ -13,13 +13,12 @@ Facts from ``codecs/copilot/README.md`` §1, §2 and §8:
 
 from __future__ import annotations
 
-import os
 import re
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from trajconv.codecs.base import safe_component
+from trajconv.codecs.base import CERTAIN, Claim, safe_component
+from trajconv.codecs.common import is_uuid as is_uuid
 from trajconv.errors import FormatError, UsageError
 
 SESSION_STATE = "session-state"
@@ -39,19 +38,6 @@ _HISTORY_NAME = re.compile(r"^session_(?P<id>.+)_(?P<ms>\d+)\.json$")
 
 class LegacyHistoryError(FormatError):
     """A ``history-session-state`` file of Copilot CLI <= 0.0.34x (not supported)."""
-
-
-def default_home() -> Path:
-    env = os.environ.get("COPILOT_HOME")
-    return Path(env) if env else Path.home() / HOME_DIRNAME
-
-
-def is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -155,3 +141,23 @@ def resolve(path: Path, session: str | None) -> SessionPaths:
             if match and match.group("id") == session:
                 raise _legacy(entry)
     raise UsageError(f"no session {session!r} under {home / SESSION_STATE}")
+
+
+def claims(path: Path) -> Claim | None:
+    """A session folder (``workspace.yaml``), its ``events.jsonl``, a flat or legacy journal in
+    ``session-state/`` or ``history-session-state/``, a Copilot home or a user home holding
+    ``.copilot``."""
+    if path.is_file():
+        beside = path.parent
+        if path.name == EVENTS and (beside / WORKSPACE).is_file():
+            return Claim(CERTAIN, "session", (beside.name,))
+        if beside.name == SESSION_STATE and path.suffix == ".jsonl":
+            return Claim(CERTAIN, "session", (path.stem,))
+        if beside.name == HISTORY_STATE and _HISTORY_NAME.match(path.name):
+            return Claim(CERTAIN, "session")
+        return None
+    if (path / WORKSPACE).is_file():
+        return Claim(CERTAIN, "session", (path.name,))
+    if (path.name == SESSION_STATE and path.is_dir()) or copilot_home_of(path) is not None:
+        return Claim(CERTAIN, "home")
+    return None

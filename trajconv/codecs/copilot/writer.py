@@ -30,13 +30,11 @@ from pydantic import JsonValue
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_status_not_sent,
-    safe_component,
 )
+from trajconv.codecs.common import open_write
 from trajconv.codecs.copilot import layout, native
-from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
     AssistantRecord,
@@ -50,15 +48,6 @@ from trajconv.snapshot.spool import Blob, Spool
 TARGET_VERSION = "1.0.102"
 EPOCH = "1970-01-01T00:00:00.000Z"
 OBSERVATION_INFO_TYPE = "observation"
-
-
-def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    """The Snapshot's session id when it is a UUID (the CLI mints UUIDs), else a uuid5."""
-    sid = snapshot.session.id
-    if layout.is_uuid(sid):
-        return str(uuid.UUID(sid))
-    diags.add("ids-derived", "session id")
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:copilot-session"))
 
 
 @dataclass
@@ -249,15 +238,12 @@ def _events(start_line: bytes, body: Blob) -> Callable[[], Iterator[bytes]]:
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
-    diags = Diagnostics()
     # Copilot keeps a call without its result (the CLI resumes it as pending work), so only
     # an unfinished last turn and results without their call are refused.
-    drop = check_continuable(snapshot, "copilot", allow_lossy=allow_lossy, refuse_pending=False)
+    diags, drop, workdir, sid = open_write(
+        snapshot, "copilot", allow_lossy=allow_lossy, cwd=cwd, refuse_pending=False
+    )
     session = snapshot.session
-    workdir = cwd or session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write copilot: the session has no cwd; pass --cwd DIR")
-    sid = safe_component(session_id(snapshot, diags), "session id")
     diags.add("ids-derived", "events.jsonl id/parentId, messageId")
 
     # session.start carries the first record time when the session has none, and that

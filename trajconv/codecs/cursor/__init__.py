@@ -4,11 +4,13 @@ Format facts and sources: ``codecs/cursor/README.md``; the codec's own
 README.md beside this file states its input contract and what it cannot carry.
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
     name="cursor",
     aliases=("cursor-agent", "cursor-cli"),
     description="Cursor CLI (cursor-agent): AgentKv store.db under ~/.cursor/chats",
     package=__name__,
+    homes=(HomeSpec(".cursor", "Cursor CLI", env=("CURSOR_CONFIG_DIR",)),),
+    capabilities=Capabilities(reasoning=True, tool_status=True),
 )

@@ -28,9 +28,7 @@ def discover(home: Path) -> list[SessionRef]:
         except (sqlite3.DatabaseError, FormatError):
             continue  # not an AgentKv store, or unreadable metadata
         finally:
-            opened.con.close()
-            if opened.tmp is not None:
-                opened.tmp.cleanup()
+            opened.close()
         if not meta.get("latestRootBlobId"):
             continue  # Cursor deletes empty stores on close; nothing to read
         created = meta.get("createdAt")

@@ -9,10 +9,10 @@ Facts (``codecs/cursor/README.md`` section 1): the CLI keeps
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
 from trajconv.errors import FormatError, UsageError
 
 STORE = "store.db"
@@ -33,11 +33,6 @@ def config_dir(home: Path) -> Path:
     if (home / CHATS).is_dir() or (home / ACP).is_dir() or home.name == CONFIG_DIR:
         return home
     return home / CONFIG_DIR
-
-
-def default_home() -> Path:
-    env = os.environ.get("CURSOR_CONFIG_DIR")
-    return Path(env) if env else Path.home()
 
 
 def store_rel(cwd: str, agent_id: str) -> str:
@@ -105,3 +100,18 @@ def resolve(path: Path, session: str | None) -> Path:
     if not stores:
         raise FormatError(path, "no Cursor store.db or readout found")
     raise UsageError(f"{len(stores)} Cursor stores under {path}; pick one with --session")
+
+
+def claims(path: Path) -> Claim | None:
+    """A ``store.db`` (certain where the CLI puts it, ``chats/<hash>/<agentId>/``), a
+    readout (an export's), the agent folder holding either, or a home holding ``chats/``."""
+    store = path if path.is_file() else path / STORE
+    if store.name == STORE and store.is_file():
+        agent = store.parent
+        placed = agent.parent.parent.name == CHATS or agent.parent.name == ACP
+        return Claim(CERTAIN if placed else LIKELY, "store", (agent.name,) if placed else ())
+    if path.name.endswith(READOUT_SUFFIX) or (path.is_dir() and find_readout(path) is not None):
+        return Claim(CERTAIN, "session")
+    if path.is_dir() and ((config_dir(path) / CHATS).is_dir() or (config_dir(path) / ACP).is_dir()):
+        return Claim(CERTAIN, "home")
+    return None

@@ -28,9 +28,7 @@ import base64
 import contextlib
 import hashlib
 import json
-import shutil
 import sqlite3
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -41,6 +39,7 @@ from urllib.parse import unquote, urlparse
 from google.protobuf.message import DecodeError
 
 from trajconv.codecs.cursor import prepare_store, proto
+from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
 
@@ -250,54 +249,10 @@ class ReadoutBlobSource(BlobSource):
             raise FormatError(self.name, str(exc), blob=exc.blob) from None
 
 
-def _connect_ro(path: Path) -> sqlite3.Connection:
-    # Opened immutable, so SQLite creates and touches nothing beside the file. Only called
-    # on a store with no -wal/-shm, or on a private copy of db + -wal + -shm.
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
-    con.execute("PRAGMA query_only = 1")
-    return con
-
-
-def _in_wal_use(path: Path) -> bool:
-    return any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm"))
-
-
-@dataclass
-class _Opened:
-    con: sqlite3.Connection
-    tmp: tempfile.TemporaryDirectory[str] | None
-
-
-def open_store(path: Path) -> _Opened:
-    """Open read-only, changing nothing on disk.
-
-    A store with a -wal or -shm beside it is in use (or was left so): even a ``mode=ro``
-    reader writes to -shm, so such a store is read through a private copy of
-    db + -wal + -shm, whose WAL SQLite may then replay in the copy.
-    """
-    if not _in_wal_use(path):
-        try:
-            con = _connect_ro(path)
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return _Opened(con, None)
-        except sqlite3.OperationalError:
-            pass  # locked or not openable in place: fall back to a private copy
-        except sqlite3.DatabaseError as exc:
-            raise FormatError(path, f"not a readable SQLite database ({exc})") from None
-    tmp = tempfile.TemporaryDirectory(prefix="trajconv-cursor-")
-    for suffix in ("", "-wal", "-shm"):
-        part = path.with_name(path.name + suffix)
-        if part.is_file():
-            shutil.copyfile(part, Path(tmp.name) / ("store.db" + suffix))
-    try:
-        copy = Path(tmp.name) / "store.db"
-        # Not immutable: the copy's WAL must be replayed to see the latest commits.
-        con = sqlite3.connect(f"{copy.as_uri()}?mode=ro", uri=True)
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as exc:
-        tmp.cleanup()
-        raise FormatError(path, f"not a readable SQLite database ({exc})") from None
-    return _Opened(con, tmp)
+def open_store(path: Path) -> ReadOnly:
+    """Open read-only, changing nothing on disk (a store in WAL use through a private copy
+    of db + -wal + -shm, whose WAL SQLite then replays in the copy)."""
+    return ReadOnly(path)
 
 
 # --------------------------------------------------------------------------- walk
@@ -466,9 +421,7 @@ def read_store(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
             user_version=int(version),
         )
     finally:
-        opened.con.close()
-        if opened.tmp is not None:
-            opened.tmp.cleanup()
+        opened.close()
 
 
 # --------------------------------------------------------------------------- readout

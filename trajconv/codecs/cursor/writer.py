@@ -27,7 +27,6 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from importlib import resources
 from typing import Any
 
@@ -41,6 +40,8 @@ from trajconv.codecs.base import (
     name_joined_models,
     safe_component,
 )
+from trajconv.codecs.common import iso_ms as _ms
+from trajconv.codecs.common import uuid_session_id
 from trajconv.codecs.cursor import layout, native, proto, reader
 from trajconv.errors import RefusedError, VerifyError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -101,19 +102,9 @@ def prepare_script() -> str:
     return resources.files("trajconv.codecs.cursor").joinpath("prepare_store.py").read_text("utf-8")
 
 
-def _ms(time: str | None) -> int | None:
-    if time is None:
-        return None
-    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
-
-
 def agent_id(snapshot: Snapshot, diags: Diagnostics) -> str:
     """The store's ``agentId``: the session id when it is a UUID, else uuid5 of the Snapshot."""
-    try:
-        return str(uuid.UUID(snapshot.session.id))
-    except ValueError:
-        diags.add("ids-derived", "agentId")
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:cursor-agent"))
+    return uuid_session_id(snapshot, diags, "cursor-agent", sample="agentId")
 
 
 # --------------------------------------------------------------------------- lossless

@@ -7,7 +7,7 @@ README.md beside this file states its input contract and what it cannot carry.
 Reading needs ``langgraph-checkpoint`` (LangGraph's serializer), imported lazily.
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
     name="deepagents",
@@ -16,4 +16,15 @@ CODEC = LazyCodec(
         "Deep Agents Code (dcode): LangGraph checkpoints in ~/.deepagents/.state/sessions.db"
     ),
     package=__name__,
+    write_options=(
+        WriteOption("agent_name", "the dcode agent the thread belongs to (default: agent)"),
+        WriteOption(
+            "reasoning",
+            "keep reasoning as LangChain reasoning blocks (default) or drop it (some "
+            "providers reject such blocks)",
+            choices=("keep", "drop"),
+        ),
+    ),
+    homes=(HomeSpec(".deepagents", "Deep Agents"),),
+    capabilities=Capabilities(tool_status=True, exit_code=True),
 )

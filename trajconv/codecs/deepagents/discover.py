@@ -13,6 +13,7 @@ from typing import Any
 
 from trajconv.codecs.base import SessionRef
 from trajconv.codecs.deepagents import layout, native
+from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 from trajconv.snapshot.builder import time_from_iso
 
@@ -38,7 +39,7 @@ def discover(home: Path) -> list[SessionRef]:
         return []
     threads: dict[str, dict[str, Any]] = {}
     try:
-        with native.open_store(db) as conn:
+        with ReadOnly(db) as conn:
             native.check_schema(conn, db)
             for tid, _cid, raw in conn.execute(_SQL):
                 meta = _meta(raw)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.common import head
 from trajconv.errors import FormatError
 
 ROOT = ".deepagents"
@@ -19,10 +21,6 @@ DB = "sessions.db"
 DB_REL = f"{STATE}/{DB}"
 SEED = "checkpoint.json"
 SEED_FORMAT = "trajconv.deepagents-seed/1"
-
-
-def default_home() -> Path:
-    return Path.home() / ROOT
 
 
 @dataclass(frozen=True)
@@ -56,3 +54,21 @@ def resolve(path: Path) -> Located:
         )
     locator = DB_REL if db.parent.name == STATE and db.parent.parent.name == ROOT else db.name
     return Located(db, False, locator)
+
+
+def _is_seed(path: Path) -> bool:
+    return SEED_FORMAT.encode() in head(path)
+
+
+def claims(path: Path) -> Claim | None:
+    """A ``sessions.db`` (certain in ``.deepagents/.state/``), a portable seed
+    (``checkpoint.json`` naming its format) or the folder holding it, a ``.deepagents``
+    folder or a user home holding one."""
+    seed = path if path.is_file() else path / SEED
+    if seed.name == SEED and seed.is_file() and _is_seed(seed):
+        return Claim(CERTAIN, "session")
+    db = find_db(path) if path.is_dir() or path.name == DB else None
+    if db is None:
+        return None
+    placed = db.parent.name == STATE and db.parent.parent.name == ROOT
+    return Claim(CERTAIN if placed else LIKELY, "home" if path.is_dir() else "store")

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from trajconv.errors import FormatError, UsageError
 
@@ -147,58 +144,6 @@ class Decoder:
 def sort_key(w: DeepagentsWriteRow) -> tuple[str, str, int]:
     """LangGraph's ``writes_sort_key`` order for writes of one checkpoint."""
     return (w.task_path, w.task_id, w.idx)
-
-
-@contextlib.contextmanager
-def open_store(db: Path) -> Iterator[sqlite3.Connection]:
-    """Open ``sessions.db`` read-only; with a live WAL or a lock, read a private copy.
-
-    The original is never opened for writing (docs/design.md §5). A copy of db + ``-wal``
-    + ``-shm`` is what a reader of a store in use sees consistently.
-    """
-    wal = db.with_name(db.name + "-wal")
-    tmp: str | None = None
-    target = db
-    try:
-        shm = db.with_name(db.name + "-shm")
-        if wal.exists() or shm.exists():
-            # in WAL use: even a read-only reader writes to -shm, so read a private copy
-            tmp = tempfile.mkdtemp(prefix="trajconv-deepagents-")
-            target = _copy_store(db, Path(tmp))
-        try:
-            conn = _connect_ro(target, immutable=tmp is None)
-        except sqlite3.OperationalError:
-            if tmp is not None:
-                raise
-            tmp = tempfile.mkdtemp(prefix="trajconv-deepagents-")
-            target = _copy_store(db, Path(tmp))
-            conn = _connect_ro(target, immutable=False)
-        try:
-            yield conn
-        finally:
-            conn.close()
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        # a damaged page can surface in any query; it is bad input, not a crash
-        raise FormatError(db, f"not a readable SQLite store: {exc}") from exc
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _copy_store(db: Path, folder: Path) -> Path:
-    for suffix in ("", "-wal", "-shm"):
-        src = db.with_name(db.name + suffix)
-        if src.exists():
-            shutil.copyfile(src, folder / (db.name + suffix))
-    return folder / db.name
-
-
-def _connect_ro(db: Path, *, immutable: bool) -> sqlite3.Connection:
-    """Read-only; ``immutable`` (a store nobody has open) also creates nothing beside it."""
-    flags = "mode=ro&immutable=1" if immutable else "mode=ro"
-    conn = sqlite3.connect(f"file:{quote(str(db))}?{flags}", uri=True, timeout=5)
-    conn.execute("select count(*) from sqlite_master").fetchone()
-    return conn
 
 
 def check_schema(conn: sqlite3.Connection, db: Path) -> None:

@@ -4,11 +4,17 @@ Format facts and sources: ``codecs/fx/README.md``; the codec's README.md beside 
 states its input contract, what the reader does not project and what the writer cannot hold.
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
     name="fx",
     aliases=("vercel-fx", "fx-cli"),
     description="Vercel fx: ~/.fx/sessions/<id>/ (legacy schema 1/2, event_log_v1, schema 4)",
     package=__name__,
+    write_options=(
+        WriteOption("schema", "layout: 1 (legacy, default) or 4 (current)", choices=("1", "4")),
+        WriteOption("model", "with schema 4: the model a session that names none is written with"),
+    ),
+    homes=(HomeSpec(".fx", "fx"),),
+    capabilities=Capabilities(reasoning=True, tool_status=True),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from trajconv.codecs.base import safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
 from trajconv.errors import FormatError, UnsafePathError, UsageError
 
 FX_DIR = ".fx"
@@ -32,11 +32,6 @@ NATIVE_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,30}-[0-9a-f]{16}$")
 _HANDLE = re.compile(r"^[A-Za-z0-9._-]{1,160}$")
 #: entries of ``sessions/`` that are never sessions
 NOT_SESSIONS = frozenset({"latest", "list.json", "summary.json", ".resume-catalog"})
-
-
-def default_home() -> Path:
-    """fx's root folder, ``~/.fx`` (fx has no environment override for it)."""
-    return Path.home() / FX_DIR
 
 
 def is_session_id(value: str) -> bool:
@@ -106,3 +101,25 @@ def resolve(path: Path, session: str | None) -> Path:
     if sdir.is_dir() and not sdir.is_symlink() and (sdir / SESSION_JSON).is_file():
         return sdir
     raise UsageError(f"no session {session!r} under {root}")
+
+
+def claims(path: Path) -> Claim | None:
+    """A session folder (``session.json``) or one of its files, an fx root (``sessions/``
+    holding session folders) or a user home holding ``.fx``."""
+    if path.is_file():
+        folder = path.parent
+        if path.name == EVENTS and not (folder / SESSION_JSON).is_file():
+            return None
+        if path.name not in (SESSION_JSON, EVENTS):
+            return None
+    else:
+        folder = path
+    if (folder / SESSION_JSON).is_file():
+        sure = folder.parent.name == SESSIONS and is_session_id(folder.name)
+        return Claim(CERTAIN if sure else LIKELY, "session", (folder.name,))
+    if path.name == FX_DIR or (path / FX_DIR).is_dir():
+        return Claim(CERTAIN, "home")
+    root = sessions_root(path)
+    if root is not None and session_dirs(root):
+        return Claim(CERTAIN, "home")
+    return None

@@ -3,7 +3,8 @@
 Format facts: ``codecs/fx/README.md``. The default target is the legacy monolithic
 ``session.json`` (schema 1, §5.1), which every fx release reads and migrates on its first
 writable open; its key order and execution v2 results follow fx 0.0.5's own legacy writer, and
-fx 0.0.5 lists and shows such a file offline. ``fx_schema=4`` writes the current layout (§2-§4):
+fx 0.0.5 lists and shows such a file offline. ``schema=4`` (``--fx-schema 4``) writes the
+current layout (§2-§4):
 flat metadata, conversation frames v3 in writer field order with explicit ``null``s, and one
 ``tool-results/result-<tool>-<A>-<B>.txt`` body per result whose size is ``stored_bytes``.
 
@@ -28,12 +29,12 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import orjson
 
 from trajconv.codecs.base import ExportFile, ExportPlan, safe_component
+from trajconv.codecs.common import iso_ms as _ms
 from trajconv.codecs.fx import layout, native
 from trajconv.errors import RefusedError, UsageError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -64,12 +65,6 @@ def _dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
         return _JSON.encode(value).encode()
-
-
-def _ms(time: str | None) -> int | None:
-    if time is None:
-        return None
-    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
@@ -595,21 +590,29 @@ def _emit(
     return start, clock
 
 
+def _schema(value: int | str | None) -> int:
+    """The ``schema`` option (``--fx-schema``): 1 (legacy, the default) or 4 (current)."""
+    if value is None:
+        return 1
+    try:
+        schema = int(value)
+    except (TypeError, ValueError):
+        schema = -1
+    if schema not in (1, 4):
+        raise UsageError(f"--fx-schema must be 1 (legacy, default) or 4 (current), not {value!r}")
+    return schema
+
+
 def plan(
     snapshot: Snapshot,
     *,
     allow_lossy: bool = False,
-    fx_schema: int | str = 1,
+    schema: int | str | None = None,
     cwd: str | None = None,
     model: str | None = None,
     **_options: Any,
 ) -> ExportPlan:
-    try:
-        schema = int(fx_schema)
-    except (TypeError, ValueError):
-        schema = -1
-    if schema not in (1, 4):
-        raise UsageError(f"fx_schema must be 1 (legacy, default) or 4 (current), not {fx_schema!r}")
+    legacy = _schema(schema) == 1
     diags = Diagnostics()
     sid = session_id(snapshot, diags)
     session = snapshot.session
@@ -625,7 +628,7 @@ def plan(
         diags.add("untranslated-parent-session", "session.json")
     base = f"{layout.FX_DIR}/{layout.SESSIONS}/{sid}"
     lowering = _Lowering(allow_lossy, diags)
-    out = _History(Spool()) if schema == 1 else _Frames(Spool())
+    out = _History(Spool()) if legacy else _Frames(Spool())
     try:
         created, clock = _emit(snapshot, lowering, out, diags)
     finally:

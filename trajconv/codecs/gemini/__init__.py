@@ -4,11 +4,13 @@ Format facts and sources: the codec's README.md beside this file (what it reads,
 cannot carry, and where each fact comes from).
 """
 
-from trajconv.codecs.base import LazyCodec
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
     name="gemini",
     aliases=("gemini-cli",),
     description="Gemini CLI: chats/session-*.jsonl per project under ~/.gemini/tmp",
     package=__name__,
+    homes=(HomeSpec(".gemini", "Gemini CLI"),),
+    capabilities=Capabilities(reasoning=True, tool_status=True),
 )

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import orjson
 
-from trajconv.codecs.base import safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.common import first_json, several_sessions
 from trajconv.errors import FormatError
 
 DIR = ".gemini"
@@ -138,9 +139,10 @@ def resolve(path: Path, session: str | None) -> list[Path]:
     if not (gdir / TMP).is_dir():
         raise FormatError(path, f"not a Gemini CLI session file or home (no {TMP}/ folder)")
     if session is None:
-        raise FormatError(
-            path, "this is a Gemini CLI home with many sessions; pick one with --session ID"
-        )
+        ids = sorted({sid for p in session_files(gdir) if (sid := header_id(p)) is not None})
+        if len(ids) != 1:
+            raise several_sessions(path, "Gemini CLI", ids)
+        session = ids[0]
     safe_component(session, "session id", path)
     for p in session_files(gdir):
         if (
@@ -167,3 +169,27 @@ def _in_chats(path: Path, chats: Path, session: str | None) -> list[Path]:
             path, f"no {'session ' + repr(session) if session else 'session'} in {chats}"
         )
     raise FormatError(path, "this folder holds several sessions; pick one with --session ID")
+
+
+def _is_session_name(path: Path) -> bool:
+    return path.name.startswith("session-") and path.suffix in (".json", ".jsonl")
+
+
+def claims(path: Path) -> Claim | None:
+    """A session file (``chats/session-*.jsonl``, or one whose first line has ``sessionId``
+    and ``projectHash``), a project's ``chats/`` folder, a ``.gemini`` folder holding
+    ``tmp/`` or a user home holding one."""
+    if path.is_file():
+        if _is_session_name(path) and path.parent.name == CHATS:
+            return Claim(CERTAIN, "session")
+        first = first_json(path) if path.suffix == ".jsonl" else None
+        if first is not None and "sessionId" in first and "projectHash" in first:
+            return Claim(LIKELY, "session")
+        return None
+    chats = path if path.name == CHATS else path / CHATS
+    if chats.is_dir() and any(_is_session_name(p) for p in chats.iterdir()):
+        return Claim(CERTAIN, "session")
+    gdir = gemini_dir(path)
+    if (gdir / TMP).is_dir() and (gdir.name == DIR or (gdir / PROJECTS).is_file()):
+        return Claim(CERTAIN, "home")
+    return None

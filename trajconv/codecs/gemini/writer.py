@@ -28,11 +28,10 @@ import orjson
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_joined_models,
-    safe_component,
 )
+from trajconv.codecs.common import open_write
 from trajconv.codecs.gemini import layout
 from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
@@ -70,14 +69,6 @@ def shown_as_error(tool: str, result: ToolResult) -> bool:
     if result.ok is not False:
         return False
     return not (tool == SHELL and result.exit_code and exit_code(result.output) == result.exit_code)
-
-
-def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    try:
-        return str(uuid.UUID(snapshot.session.id))
-    except ValueError:
-        diags.add("ids-derived", "session id")
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:gemini-session"))
 
 
 class _Messages:
@@ -182,12 +173,7 @@ def _spooled(path: Any, spool: Spool) -> Callable[[], Iterator[bytes]]:
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "gemini", allow_lossy=allow_lossy)
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write gemini: the session has no cwd; pass --cwd DIR")
-    sid = safe_component(session_id(snapshot, diags), "session id")
+    diags, drop, workdir, sid = open_write(snapshot, "gemini", allow_lossy=allow_lossy, cwd=cwd)
     slug = layout.slugify(workdir)
     session = snapshot.session
     spool = Spool()

@@ -8,13 +8,12 @@ than 255 bytes, ``<slug>-<16 hex of blake3(cwd)>`` with the cwd in ``.cwd``.
 
 from __future__ import annotations
 
-import os
 import re
-import uuid
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from trajconv.codecs.base import safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.common import is_uuid as is_uuid
 from trajconv.errors import FormatError, UsageError
 
 SESSIONS = "sessions"
@@ -24,11 +23,6 @@ CHAT_HISTORY = "chat_history.jsonl"
 CWD_FILE = ".cwd"
 MAX_NAME = 255
 HOME_DIRNAME = ".grok"
-
-
-def default_home() -> Path:
-    env = os.environ.get("GROK_HOME")
-    return Path(env) if env else Path.home() / HOME_DIRNAME
 
 
 def grok_home_of(path: Path) -> Path | None:
@@ -66,14 +60,6 @@ def decode_group(group_dir: Path) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     return text or None
-
-
-def is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def session_dirs(home: Path) -> list[Path]:
@@ -116,3 +102,21 @@ def resolve(path: Path, session: str | None) -> Path:
         if sdir.name == session:
             return sdir
     raise UsageError(f"no session {session!r} under {home / SESSIONS}")
+
+
+def claims(path: Path) -> Claim | None:
+    """A session folder or its journal, a Grok home (``sessions/<group>/<id>/``) or a user
+    home holding ``.grok``."""
+    if path.is_file():
+        if path.name == UPDATES and (path.parent / SUMMARY).is_file():
+            return Claim(CERTAIN, "session", (path.parent.name,))
+        return Claim(LIKELY, "session") if path.name == UPDATES else None
+    if (path / UPDATES).is_file() and (path / SUMMARY).is_file():
+        return Claim(CERTAIN, "session", (path.name,))
+    home = grok_home_of(path) or (path.parent if path.name == SESSIONS else None)
+    if home is None:
+        return None
+    root = home / SESSIONS
+    if home.name == HOME_DIRNAME or next(root.glob(f"*/*/{SUMMARY}"), None) is not None:
+        return Claim(CERTAIN, "home")
+    return None

@@ -22,7 +22,6 @@ them: Grok reads a missing line ``timestamp`` as 0 and tolerates lines without
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -32,14 +31,12 @@ import orjson
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_status_not_sent,
-    safe_component,
 )
+from trajconv.codecs.common import iso_ms as _ms
+from trajconv.codecs.common import open_write
 from trajconv.codecs.grok import layout, native
-from trajconv.errors import RefusedError
-from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
 from trajconv.snapshot.spool import Blob, Spool
 
@@ -61,22 +58,6 @@ def _line_bytes(value: Any) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:
         return (_dumps(value) + "\n").encode()
-
-
-def _ms(time: str | None) -> int | None:
-    if time is None:
-        return None
-    from datetime import datetime
-
-    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
-
-
-def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    sid = snapshot.session.id
-    if layout.is_uuid(sid):
-        return str(uuid.UUID(sid))
-    diags.add("ids-derived", "session id")
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:grok-session"))
 
 
 def _envelope(sid: str, method: str, update: dict[str, Any], time: str | None) -> dict[str, Any]:
@@ -153,12 +134,7 @@ def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "grok", allow_lossy=allow_lossy)
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write grok: the session has no cwd; pass --cwd DIR")
-    sid = safe_component(session_id(snapshot, diags), "session id")
+    diags, drop, workdir, sid = open_write(snapshot, "grok", allow_lossy=allow_lossy, cwd=cwd)
     group = layout.encode_cwd(workdir)
 
     # One pass over the records (each pass re-parses them): the journal and the history

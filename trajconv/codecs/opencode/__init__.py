@@ -5,12 +5,13 @@ Format facts and sources: ``codecs/opencode/README.md``; the codec's own README.
 this file states its input contract and what it cannot carry.
 """
 
-from trajconv.codecs.base import Capabilities, LazyCodec
+from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
     name="opencode",
     aliases=("opencode-ai", "sst-opencode"),
     description="OpenCode: opencode.db (session/message/part rows), legacy storage/ JSON",
     package=__name__,
-    capabilities=Capabilities(subagents=True),
+    homes=(HomeSpec(".local/share/opencode", "OpenCode"),),
+    capabilities=Capabilities(subagents=True, reasoning=True),
 )

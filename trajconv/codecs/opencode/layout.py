@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
 from trajconv.codecs.opencode_lineage import Flavour, project
 from trajconv.codecs.opencode_lineage.project import Located
-from trajconv.codecs.opencode_lineage.store import STORAGE, json_session_file
+from trajconv.codecs.opencode_lineage.store import STORAGE, is_sqlite, json_session_file
 from trajconv.errors import FormatError
 
 DB = "opencode.db"
@@ -73,3 +74,20 @@ def resolve(path: Path, session: str | None) -> Located:
     if storage.is_dir() and json_session_file(storage, session) is not None:
         return Located("json", storage, session)
     raise FormatError(path, f"no session {session!r} in {data}")
+
+
+def claims(path: Path) -> Claim | None:
+    """``opencode.db`` (or another database beside a ``storage/`` folder), an export document
+    (``opencode-export.json``) or the folder holding one, a data folder (``opencode.db``,
+    ``storage/session/``) or a user home holding ``.local/share/opencode``."""
+    if path.is_file():
+        if path.name == DB:
+            return Claim(CERTAIN, "store")
+        if path.name == DOCUMENT:
+            return Claim(CERTAIN, "session")
+        if is_sqlite(path) and (path.parent / STORAGE / "session").is_dir():
+            return Claim(LIKELY, "store")
+        return None
+    if (path / DOCUMENT).is_file():
+        return Claim(CERTAIN, "session")
+    return Claim(CERTAIN, "home") if data_folder(path) is not None else None

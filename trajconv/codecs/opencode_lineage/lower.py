@@ -9,7 +9,6 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
@@ -21,6 +20,7 @@ from trajconv.codecs.base import (
     dropped_code,
     exit_code_shown,
 )
+from trajconv.codecs.common import iso_ms as ms
 from trajconv.codecs.opencode_lineage import HARNESSES, Flavour
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -46,12 +46,6 @@ def prepare_script(flavour: Flavour) -> str:
     filled = f"FLAVOUR: dict[str, str] = {json.dumps(names)}\n"
     assert text.count(FLAVOUR_LINE) == 1, "prepare_import.py lost its FLAVOUR line"
     return text.replace(FLAVOUR_LINE, filled)
-
-
-def ms(time: str | None) -> int | None:
-    if time is None:
-        return None
-    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 class Ids:

@@ -417,8 +417,11 @@ def _child_store(
             return native.JsonStore(located.path, sfile, limits.max_line_bytes)
     if isinstance(store, native.ExportStore):
         for sid, path in store.child_documents():
-            if sid == child:
-                doc = orjson.loads(read_bounded(path, limits.max_session_bytes))
+            if sid == child:  # child_documents parsed it once already
+                try:
+                    doc = orjson.loads(read_bounded(path, limits.max_session_bytes))
+                except orjson.JSONDecodeError as exc:
+                    raise FormatError(path, f"not JSON: {exc}") from None
                 if isinstance(doc, dict):
                     return native.ExportStore(path, doc, flavour.cli, flavour.children)
     return None

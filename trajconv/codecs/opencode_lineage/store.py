@@ -20,18 +20,16 @@ Kilo 7.7.7 keeps OpenCode's ``session`` / ``message`` / ``part`` tables column f
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
 from trajconv.codecs.base import SessionRef
+from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 
 JsonObj = dict[str, Any]
@@ -133,28 +131,13 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _ro_uri(path: Path) -> str:
-    return f"file:{quote(str(path.absolute()))}?mode=ro"
-
-
 @contextlib.contextmanager
 def connect(path: Path, label: str = "OpenCode") -> Iterator[sqlite3.Connection]:
-    """A read-only connection to ``path``, or to a private copy when a WAL is present;
-    ``label`` names the harness in the error when it is not such a database."""
-    wal = path.with_name(path.name + "-wal")
-    with contextlib.ExitStack() as stack:
-        if wal.is_file() and wal.stat().st_size > 0:
-            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trajconv-oc-")))
-            shutil.copyfile(path, tmp / path.name)
-            shutil.copyfile(wal, tmp / wal.name)
-            con = sqlite3.connect(tmp / path.name)  # the copy is ours to fold the WAL into
-        else:
-            try:
-                con = sqlite3.connect(_ro_uri(path), uri=True)
-            except sqlite3.Error as exc:
-                raise FormatError(path, f"cannot open database: {exc}") from None
-        stack.callback(con.close)
-        con.text_factory = bytes  # a damaged text cell must not stop the read; decoded below
+    """A read-only connection to ``path`` (the shared opener: a private copy when a WAL is
+    beside it), whose text cells come as bytes: a damaged one must not stop the read;
+    decoded below. ``label`` names the harness in the error when it is not such a database."""
+    with ReadOnly(path) as con:
+        con.text_factory = bytes
         try:
             con.execute("select 1 from session limit 1").fetchall()
         except (sqlite3.Error, UnicodeDecodeError) as exc:

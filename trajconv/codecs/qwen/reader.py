@@ -417,8 +417,12 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         for sub in layout.subagent_files(file):
             kid_meta = _meta(b, sub, project, limits)
             call = kid_meta.get("toolUseId")
+            if not isinstance(call, str) or call not in proj.calls:
+                if isinstance(call, str):  # the spawning call is not in the session's records
+                    b.diagnostics.add("chain-break", f"{sub.name}: toolUseId {call}")
+                call = None
             kid_id = layout.session_id_of(sub)
-            kid = b.child(_source(kid_id, sub, project), call if isinstance(call, str) else None)
+            kid = b.child(_source(kid_id, sub, project), call)
             kproj = _project(kid, sub, sub.relative_to(project).as_posix(), limits, budget)
             kid.session = _session(kid_id, kproj, sid, kid_meta.get("model"))
     return b.build()

@@ -55,11 +55,13 @@ RESUMABLE_ID = re.compile(
 
 
 def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    """The session's id when the CLI resumes it by id, else one derived (a UUID 5)."""
+    """The session's id when the CLI resumes it by id, else one derived from the source's
+    harness and session id (a UUID 5: the same source session, grown or not, gets the same)."""
     if RESUMABLE_ID.match(snapshot.session.id):
         return snapshot.session.id.lower()
     diags.add("ids-derived", "session id")
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot.id}:qwen-session"))
+    source = f"{snapshot.source.harness}:{snapshot.session.id}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:qwen-session:{source}"))
 
 
 class _Journal:

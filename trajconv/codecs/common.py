@@ -1,0 +1,126 @@
+"""Helpers several codecs share, kept once here so that no codec imports another.
+
+What is here: a cheap look at a file for ``layout.claims`` (its first bytes, its first
+JSON line), session ids (a UUID kept, else a uuid5 of the Snapshot id), RFC 3339 text to
+epoch milliseconds, what every writer checks first (:func:`open_write`), and the message a
+home holding several sessions gives.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
+
+from trajconv.codecs.base import check_continuable, safe_component
+from trajconv.errors import RefusedError, UsageError
+
+if TYPE_CHECKING:
+    from trajconv.snapshot.diagnostics import Diagnostics
+    from trajconv.snapshot.models import Snapshot
+
+#: how much of a file ``layout.claims`` may look at: a first line, never a whole read
+HEAD_BYTES = 64 * 1024
+
+
+def head(path: Path, size: int = 4096) -> bytes:
+    """The first ``size`` bytes of ``path`` (empty when it cannot be read)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size)
+    except OSError:
+        return b""
+
+
+def first_json(path: Path) -> dict[str, Any] | None:
+    """The first line of ``path`` as a JSON object (at most :data:`HEAD_BYTES`), else None."""
+    line = head(path, HEAD_BYTES).split(b"\n", 1)[0]
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_uuid(value: str) -> bool:
+    """Whether ``value`` parses as a UUID (any of the spellings :class:`uuid.UUID` takes)."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def uuid_session_id(
+    snapshot: Snapshot, diags: Diagnostics, what: str, sample: str = "session id"
+) -> str:
+    """For a harness that names sessions by UUID: the Snapshot's session id in the canonical
+    spelling when it is one, else uuid5 of the Snapshot id and ``what`` (``"grok-session"``),
+    named ``ids-derived``. The same Snapshot always gets the same id."""
+    sid = snapshot.session.id
+    if is_uuid(sid):
+        return str(uuid.UUID(sid))
+    diags.add("ids-derived", sample)
+    return derived_uuid(snapshot.id, what)
+
+
+def derived_uuid(snapshot_id: str, what: str) -> str:
+    """uuid5 of ``trajconv:<snapshot id>:<what>``: the same Snapshot always gets the same id."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{snapshot_id}:{what}"))
+
+
+def several_sessions(path: Path, label: str, ids: list[str]) -> UsageError:
+    """A usage error for ``path`` (a home of ``label``) holding ``ids``: none, or several,
+    listed so the user can pick one with ``--session``."""
+    if not ids:
+        return UsageError(f"{path}: this {label} home holds no session")
+    shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return UsageError(
+        f"{path}: this {label} home holds {len(ids)} sessions ({shown}); pick one with --session ID"
+    )
+
+
+def iso_ms(time: str | None) -> int | None:
+    """Epoch milliseconds of an RFC 3339 time as Snapshots carry it (``None`` stays ``None``)."""
+    if time is None:
+        return None
+    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+class Opening(NamedTuple):
+    """What a writer knows once :func:`open_write` let it start."""
+
+    diags: Diagnostics
+    drop: set[str]
+    """Record ids a lossy write leaves out (:func:`trajconv.codecs.base.check_continuable`)."""
+    cwd: str
+    session_id: str
+    """The session id as a UUID (:func:`uuid_session_id`), safe as a path component."""
+
+
+def open_write(
+    snapshot: Snapshot,
+    target: str,
+    *,
+    allow_lossy: bool,
+    cwd: str | None,
+    refuse_pending: bool = True,
+) -> Opening:
+    """What a writer of a harness that keeps sessions by working folder and UUID checks
+    before it writes: a Snapshot it can continue (else RefusedError, unless ``allow_lossy``),
+    a working folder (``cwd`` given, else the session's; else RefusedError naming ``--cwd``)
+    and the session id it writes."""
+    from trajconv.snapshot.diagnostics import Diagnostics
+
+    diags = Diagnostics()
+    drop = check_continuable(
+        snapshot, target, allow_lossy=allow_lossy, refuse_pending=refuse_pending
+    )
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError(f"refusing to write {target}: the session has no cwd; pass --cwd DIR")
+    sid = safe_component(uuid_session_id(snapshot, diags, f"{target}-session"), "session id")
+    return Opening(diags, drop, workdir, sid)
