@@ -261,14 +261,18 @@ def expected_items(records: Iterable[Any], prompt: str) -> list[tuple[Any, ...]]
     """What a resumed model must see of a session's records (``Snapshot.records``), then
     ``prompt``: from the last compression summary on (the CLI sends that history instead of
     what came before: README "What a resumed CLI sends its model"), every user text,
-    reasoning, answer, call (non-object arguments as the writer wraps them) and result text;
-    other system text is not written."""
+    reasoning, answer, call (non-object arguments as the writer wraps them) and result text, a
+    background task's notification as the user message it is; other system text is not
+    written."""
     from trajconv.codecs.genai import SNAPSHOT
+    from trajconv.codecs.qwen.writer import NOTIFICATION
 
     out: list[tuple[Any, ...]] = []
     for r in records:
         if r.kind == "system" and r.text.startswith(SNAPSHOT):
             out = [("user", r.text)]  # the summary, a user message, replaces what came before
+        elif r.kind == "system" and r.text.startswith(NOTIFICATION):
+            out.append(("user", r.text))  # the CLI's own user message, which its model reads
         elif r.kind in ("user", "assistant", "reasoning") and r.text:
             out.append((r.kind, r.text))
         elif r.kind == "tool-call":

@@ -33,7 +33,11 @@ def _read(case: str) -> trajconv.Snapshot:
 
 
 def test_fixtures_are_the_recorded_cases() -> None:
-    assert set(IDS) == {"recorded-tool-failures", "recorded-subagent-compress"}
+    assert set(IDS) == {
+        "recorded-tool-failures",
+        "recorded-subagent-compress",
+        "recorded-subagent-background",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -281,3 +285,60 @@ def test_only_an_id_the_cli_takes_as_an_id_is_kept(tmp_path: Path) -> None:
     export = trajconv.write(snap, "qwen", tmp_path / "out", allow_lossy=True)
     assert export.session_id != snap.session.id and export.session_id[14] == "5"
     assert any(d.code == "ids-derived" and "session id" in d.samples for d in export.diagnostics)
+
+
+def test_a_command_the_cli_answered_itself_is_not_a_prompt(tmp_path: Path) -> None:
+    """A typed ``/stats`` followed by its ``slash_command`` result (shape from the bundle's
+    ``SessionApiHistoryAccumulator``: interactive runs write it, headless ones write nothing)
+    is never sent to the model, so it is not a user record; a command sent on is."""
+    chats = tmp_path / ".qwen/projects/-p/chats"
+    chats.mkdir(parents=True)
+    sid = "3f1c2a9e-5b7d-4c8e-9a10-2b3c4d5e6f70"
+    base = {"sessionId": sid, "cwd": "/p", "timestamp": "2026-12-01T10:00:00.000Z"}
+
+    def rec(n: int, **fields: object) -> str:
+        parent = f"00000000-0000-4000-8000-00000000000{n - 1}" if n > 1 else None
+        uid = f"00000000-0000-4000-8000-00000000000{n}"
+        return json.dumps({"uuid": uid, "parentUuid": parent, **base, **fields})
+
+    def result(raw: str, sent: bool) -> dict[str, object]:
+        return {
+            "phase": "result",
+            "rawCommand": raw,
+            "sentToModel": sent,
+            "outputHistoryItems": [{"type": "assistant", "text": "ok"}],
+        }
+
+    lines = [
+        rec(1, type="user", message={"role": "user", "parts": [{"text": "/stats"}]}),
+        rec(2, type="system", subtype="slash_command", systemPayload=result("/stats", False)),
+        rec(3, type="user", message={"role": "user", "parts": [{"text": "/review x"}]}),
+        rec(4, type="system", subtype="slash_command", systemPayload=result("/review x", True)),
+        rec(5, type="assistant", message={"role": "model", "parts": [{"text": "done"}]}),
+    ]
+    (chats / f"{sid}.jsonl").write_text("\n".join(lines) + "\n")
+    snap = trajconv.read("qwen", chats / f"{sid}.jsonl")
+    assert [(r.kind, r.text) for r in snap.records] == [
+        ("user", "/review x"),
+        ("assistant", "done"),
+    ]
+    conservation(snap, 5)
+    (dropped,) = [d for d in snap.diagnostics if d.code == "lifecycle-dropped"]
+    assert dropped.count == 3 and "user:slash-command: 1" in dropped.samples
+
+
+def test_a_background_sub_agent_ends_in_the_clis_notification(tmp_path: Path) -> None:
+    snap = _read("recorded-subagent-background")
+    (child,) = snap.children
+    assert child.parent_call_id == "call_bg_1"
+    result = next(r.result for r in snap.records if r.kind == "tool-result")
+    assert result.output.startswith("Background agent launched successfully.")
+    note = next(r for r in snap.records if r.kind == "system")
+    assert note.text.startswith("<task-notification>") and "notes.txt: alpha, beta." in note.text
+    assert note.evidence.native == "user/notification"
+    # written back as the user message the CLI made of it, which its model is sent
+    out = trajconv.write(snap, "qwen", tmp_path / "out").out_dir
+    lines = [json.loads(x) for x in _written(out).read_text(encoding="utf-8").splitlines()]
+    (written,) = [x for x in lines if x.get("subtype") == "notification"]
+    assert (written["type"], written["provenance"]) == ("user", "system")
+    assert written["message"]["parts"] == [{"text": note.text}]

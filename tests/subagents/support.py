@@ -42,6 +42,12 @@ SOURCES: list[tuple[str, str, Path, str | None]] = [
         "ses_db2bc2f11ffeMPBoVezRYjQqUf",
     ),
     (
+        "qwen/recorded-subagent-background",
+        "qwen",
+        next(FIXTURES.glob("qwen/recorded-subagent-background/.qwen/projects/*/chats/*.jsonl")),
+        None,
+    ),
+    (
         "qwen/recorded-subagent-compress",
         "qwen",
         next(FIXTURES.glob("qwen/recorded-subagent-compress/.qwen/projects/*/chats/*.jsonl")),

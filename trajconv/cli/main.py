@@ -288,9 +288,23 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def codecs(as_json: bool) -> None:
+@click.option(
+    "--write-docs",
+    "docs_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="write a page per codec and an index into DIR (docs/formats in the repository)",
+)
+def codecs(as_json: bool, docs_dir: Path | None) -> None:
     """List the registered codecs (harnesses) and what each can do."""
     from trajconv.codecs import registry
+
+    if docs_dir is not None:
+        from trajconv.codecs import formats
+
+        for page in formats.write(docs_dir):
+            click.echo(f"wrote {page}", err=True)
+        return
 
     rows: list[dict[str, Any]] = [
         {

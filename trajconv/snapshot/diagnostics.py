@@ -78,6 +78,13 @@ _CODES: tuple[Code, ...] = (
         "send its model again; kept in artifacts",
     ),
     _r(
+        "subagent-separate",
+        "warning",
+        "sub-agent this reader keeps as a session of its own, not as a child of this Snapshot: "
+        "a conversion of this session does not carry it (convert it by the id the sample names)",
+        units=False,
+    ),
+    _r(
         "subagent-unlinked",
         "warning",
         "sub-agent whose spawning call is not among the session's tool calls: kept as a child "

@@ -29,6 +29,19 @@ from trajconv.views import model
 from trajconv.views.model import Family
 
 CHUNK = 250
+#: a session of at most this many records is written into the page as HTML (the browser's
+#: find and print see all of it, even without the script); a larger one is rendered by the
+#: script a window at a time
+EAGER_RECORDS = 500
+NAMES = {
+    "u": "user",
+    "a": "assistant",
+    "r": "reasoning",
+    "c": "tool call",
+    "o": "result",
+    "s": "system",
+    "b": "observation",
+}
 """Records a data block holds; the page parses one block at a time."""
 KIND_LETTERS = {
     "user": "u",
@@ -73,7 +86,11 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     counts = {kind: letters.count(letter) for kind, letter in _first_seen(letters)}
     yield _header(snap, counts)
     yield _controls(counts)
-    yield "<main id=timeline aria-live=polite></main><div id=sentinel aria-hidden=true></div>\n"
+    eager = len(snap.records) <= EAGER_RECORDS
+    yield "<main id=timeline aria-live=polite>"
+    if eager:
+        yield from _static(snap)
+    yield "</main><div id=sentinel aria-hidden=true></div>\n"
     yield _diagnostics(snap, "diagnostics")
     for i, member in enumerate(members[1:], start=1):
         if member.held:  # one the Snapshot holds was read with it: counted above
@@ -91,7 +108,7 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     meta = [
         _info(m, letters if i == 0 else _letters(m.snapshot), index) for i, m in enumerate(members)
     ]
-    yield _json_block("meta", {"sessions": meta, "chunk": CHUNK})
+    yield _json_block("meta", {"sessions": meta, "chunk": CHUNK, "eager": eager})
     yield f"<script>{_asset('page.js')}</script>\n"
     for i, member in enumerate(members):
         yield from _data(member, i)
@@ -223,6 +240,52 @@ def _record(record: Record, names: dict[str, str]) -> dict[str, Any]:
         if m := getattr(record, "model", None):
             out["o"] = model.inert(m)
     return out
+
+
+def _static(snap: Snapshot) -> Iterator[str]:
+    """The records as the script's cards, written into the page (see :data:`EAGER_RECORDS`);
+    whole texts, since nothing is rendered later."""
+    names: dict[str, str] = {}
+    last: object = ()
+    for i, record in enumerate(snap.records):
+        r = _record(record, names)
+        turn = "none" if r["t"] is None else str(r["t"])
+        if turn != last:
+            last = turn
+            label = "Outside a turn" if r["t"] is None else f"Turn {r['t']}"
+            yield f'<div class=turn data-turn="{_e(turn)}" tabindex=0 role=button>{label}</div>'
+        yield _card(r, i, turn)
+    yield "\n"
+
+
+def _card(r: dict[str, Any], i: int, turn: str) -> str:
+    k = r["k"]
+    if k == "c":
+        who = "⚙ " + r["n"]
+    elif k == "o":
+        who = ("✗ result of " if r["f"] else "✓ result of ") + r["n"]
+    else:
+        who = NAMES[k]
+    spans = [f"<span class=who>{_e(who)}</span>"]
+    if "c" in r:
+        spans.append(f'<span class="mono when">{_e(r["c"])} </span>')
+    if "st" in r:
+        spans.append(f"<span class=st>{_e(r['st'])} </span>")
+    if k == "r":
+        spans.append(f"<span class=note>{len(r['x']):,} characters </span>")
+    if r.get("o"):
+        spans.append(f"<span class=when>{_e(r['o'])} </span>")
+    if r.get("m"):
+        spans.append(f"<span class=when>{_e(r['m'])}</span>")
+    cls = f"rec k-{k}" + (" failed" if k == "o" and r.get("f") else "")
+    tag = "pre" if k in ("c", "o") else "div"
+    prov = f"#{r['s']} · {r['i']} · {r['e']} · {r['h']}"
+    return (
+        f'<details class="{cls}" data-m=0 data-i={i} data-turn="{_e(turn)}"'
+        + ("" if k == "r" else " open")
+        + f'><summary>{"".join(spans)}</summary><div class="prov mono">{_e(prov)}</div>'
+        + f"<{tag} class=body>{_e(r.get('x') or '')}</{tag}></details>"
+    )
 
 
 def _data(fam: Family, number: int) -> Iterator[str]:

@@ -287,7 +287,7 @@ def spawner(parent: Snapshot, child_id: str) -> tuple[str, str] | None:
     1. a tool call whose arguments, or whose result, name the child's id;
     2. else the native line that names the child (an artifact a tool call's evidence
        points into) lies between that call's line and its result's line: Grok Build
-       writes ``subagent_spawned`` there (``codecs/grok/README.md`` §3.5, §6).
+       writes ``subagent_spawned`` there (``codecs/grok/README.md``).
     """
     calls: list[tuple[str, int, str]] = []  # (artifact, line, call id)
     ends: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """Where Claude Code keeps sessions (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``).
 
-Facts (``codecs/claude/README.md`` §1, observed with 2.1.332): transcripts are
+Facts (``codecs/claude/README.md``, observed with 2.1.332): transcripts are
 ``<config>/projects/<key>/<sessionId>.jsonl``, where ``<key>`` is the cwd with every character
 that is not an ASCII letter or digit replaced by ``-``; sub-agents are
 ``<key>/<sessionId>/subagents/agent-<agentId>.jsonl`` (+ ``.meta.json``); ``--resume <id>``

@@ -1,4 +1,4 @@
-"""Claude Code's transcript vocabulary (``codecs/claude/README.md`` §2-§3, 2.1.332).
+"""Claude Code's transcript vocabulary (``codecs/claude/README.md``, 2.1.332).
 
 Chain lines carry ``uuid``/``parentUuid``; side lines do not. Kept here so the reader, the
 writer and discovery share one list.

@@ -1,6 +1,6 @@
 """Claude Code writer: Snapshot -> ``home/.claude/projects/<key>/<uuid>.jsonl``.
 
-What the CLI needs to resume (``codecs/claude/README.md`` §2, §4-§6, §9, observed with
+What the CLI needs to resume (``codecs/claude/README.md``, observed with
 2.1.332): compact JSON lines, one ``parentUuid`` chain (``null`` only on the root), chain lines
 with ``type``/``uuid``/``parentUuid``/``sessionId``/``message``; one content block per assistant
 line, the lines of one model response sharing ``message.id``; every ``tool_use`` answered by a

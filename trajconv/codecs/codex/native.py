@@ -1,4 +1,4 @@
-"""The Codex CLI's rollout vocabulary (``codecs/codex/README.md`` §2-§4, observed with 0.171.0).
+"""The Codex CLI's rollout vocabulary (``codecs/codex/README.md``, observed with 0.171.0).
 
 One JSON object per line: ``{timestamp, [ordinal], type, payload, [metadata]}``. The model's
 history is the ``response_item`` family; ``event_msg`` lines feed the UI and repeat the
@@ -31,7 +31,7 @@ ITEM_DUPLICATES = frozenset({"UserMessage", "AgentMessage", "Reasoning"})
 #: response items without conversational text, kept in the artifact
 STATE_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
 
-#: text a user-role message starts with when the harness, not the person, wrote it (§3.2)
+#: text a user-role message starts with when the harness, not the person, wrote it
 HARNESS_TAGS = (
     "<environment_context>",
     "<user_instructions>",

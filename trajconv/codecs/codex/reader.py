@@ -4,7 +4,7 @@ Format facts: ``codecs/codex/README.md`` (observed with 0.171.0 in both shapes, 
 paginated). Rules implemented here:
 
 * **which family is the conversation**: the ``response_item`` lines are what the CLI replays
-  to the model on resume (§9), so when a rollout has any, they are the records and every
+  to the model on resume, so when a rollout has any, they are the records and every
   ``event_msg`` that repeats a prompt, reply or reasoning (``user_message``,
   ``agent_message``, ``item_completed`` UserMessage/AgentMessage/Reasoning) is counted as
   ``duplicate-message``; a rollout with no ``response_item`` at all (event-only) takes its
@@ -24,7 +24,7 @@ paginated). Rules implemented here:
   ``patch_apply_end`` (legacy) event of the same call, else from the exit line the tool
   printed at the head of its output; when neither says, ``ok`` is null. A call with no
   output is a named ``pending-tool-call``;
-* record ids are ``codex:L<line>`` (lines are only appended, §2).
+* record ids are ``codex:L<line>`` (lines are only appended).
 
 The thread index ``state_5.sqlite`` (titles, sub-agent edges) is read only when present,
 read-only (a private copy when a WAL is beside it), and never required.
@@ -76,7 +76,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _head(path: Path, limits: Limits) -> dict[str, Any]:
-    """``session_meta.payload`` of the first line (it always comes first, §2), or ``{}``."""
+    """``session_meta.payload`` of the first line (it always comes first), or ``{}``."""
     try:
         with path.open("rb") as fh:
             line = fh.readline(limits.max_line_bytes + 1)

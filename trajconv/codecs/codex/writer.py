@@ -1,27 +1,27 @@
 """Codex CLI writer: Snapshot -> ``home/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
 
-Writes the **legacy** rollout shape (``codex.md`` §10, and what the CLI keeps appending to such
+Writes the **legacy** rollout shape (the codec README, and what the CLI keeps appending to such
 a file): ``session_meta`` first (``source: "cli"`` so the picker lists it, ``model_provider``
-the id the user will resume with: a mismatch refuses to resume, §3.1), then per record a
-``response_item`` (the history the CLI replays to the model, §9) and, for prompts and replies,
-the ``event_msg user_message`` / ``agent_message`` the picker and transcript read (§8).
+the id the user will resume with: a mismatch refuses to resume), then per record a
+``response_item`` (the history the CLI replays to the model) and, for prompts and replies,
+the ``event_msg user_message`` / ``agent_message`` the picker and transcript read.
 A system record the Codex reader made of a user-role message (Codex's own context such as
-``<environment_context>`` or the AGENTS.md instructions, §3.2) goes back as a ``user``
+``<environment_context>`` or the AGENTS.md instructions) goes back as a ``user``
 message, as the CLI sent it; other system text is a ``developer`` message.
 
-Never written: ``encrypted_content`` (only the provider that issued it can read it, §5), so
+Never written: ``encrypted_content`` (only the provider that issued it can read it), so
 reasoning is ``untranslated-reasoning``; observations; a ``turn_context`` (the CLI takes the
 model and policies from the user's config on resume). Codex output items carry no status
-field (§4): a result whose exit code or failure is known and not already printed at the head of
+field: a result whose exit code or failure is known and not already printed at the head of
 its text gets the header Codex's own tools print (``Process exited with code N`` /
 ``Exit code: N``), so the model sees it (``exit-status-in-text``); a failure so moved into
 the text is also ``untranslated-tool-status`` (the model gets no status field, such as
 Anthropic's ``is_error``, only the text).
 
 The CLI's SQLite state (``state_5.sqlite``) is left alone: a rollout with no row is found by
-the CLI's filesystem scan (§8). The export's ``prepare.py`` refuses to install when the home
+the CLI's filesystem scan. The export's ``prepare.py`` refuses to install when the home
 already has a rollout of this id or a thread-index row for it (a stale ``rollout_path`` breaks
-resume, §8).
+resume).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Copilot CLI session → Snapshot (``codecs/copilot/README.md`` §3 to §6).
+"""Copilot CLI session → Snapshot (``codecs/copilot/README.md``).
 
 Every line of ``events.jsonl`` is one native unit. It ends as part of a record
 (``evidence.units`` = 1 on the first record it yields, 0 on the others) or in a
@@ -135,7 +135,7 @@ def _lift(state: _State, event: native.Event) -> None:
         if not state.start:
             state.start = data
             # The Snapshot's hash chain starts from its source: session.start is the
-            # journal's first line (spec §3.1), so the version is set before any record is
+            # journal's first line, so the version is set before any record is
             # spooled (a later one costs the builder a second pass over the records).
             b.source = b.source.model_copy(
                 update={"harness_version": _pick(data.get("copilotVersion"))}
@@ -347,7 +347,7 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
                 value = loads(raw)  # the newline is JSON whitespace
             except orjson.JSONDecodeError:
                 # A blank line never parses, so it is told apart here, off the hot path.
-                # The CLI skips empty, whitespace-only and NUL-only lines (spec §5).
+                # The CLI skips empty, whitespace-only and NUL-only lines.
                 if not raw.strip(b" \t\r\n\x00"):
                     state.diag("blank-line", number)
                     continue
@@ -380,7 +380,7 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
                 state.diag("invalid-line", number)
                 continue
             if not event.ephemeral:
-                # parentId chains the persisted events linearly (spec §3.2).
+                # parentId chains the persisted events linearly.
                 if not event.has_parent or event.parent_id != state.prev_id:
                     b.diagnostics.add("chain-break", f"{state.artifact}:{number}")
                 state.prev_id = event.id

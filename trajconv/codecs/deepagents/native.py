@@ -1,7 +1,7 @@
 """Deep Agents (``deepagents-code`` 0.1.57) native vocabulary: SQLite rows and their decoding.
 
-Facts: ``codecs/deepagents/README.md`` §3 (schema), §4 (``JsonPlusSerializer``
-tags), §5 (``messages`` is a ``DeltaChannel``), and ``langgraph-checkpoint``
+Facts: ``codecs/deepagents/README.md`` (schema), the codec README (``JsonPlusSerializer``
+tags), the codec README (``messages`` is a ``DeltaChannel``), and ``langgraph-checkpoint``
 4.3.2 ``checkpoint/base/__init__.py`` (``writes_sort_key``: within one
 checkpoint, writes apply in ``(task_path, task_id, idx)`` order; writes stored
 on the target checkpoint itself are pending and not part of its state).
@@ -31,7 +31,7 @@ INSTALL_HINT = (
     "pip install 'langgraph-checkpoint==4.3.2' 'langchain-core==1.8.3'"
 )
 #: Human messages marked with these ``additional_kwargs.lc_source`` values are
-#: synthetic (``deepagents_code/_constants.py``, ``goal_state_notice.py``; spec §4.2).
+#: synthetic (``deepagents_code/_constants.py``, ``goal_state_notice.py``).
 HIDDEN_SOURCES = frozenset(
     {"goal_control", "goal_state", "rubric_grader", "summarization", "local_context"}
 )
@@ -132,7 +132,7 @@ class Decoder:
             raise FormatError(self.file, f"undecodable {type_tag} value: {exc}", row=where) from exc
 
     def stored_messages(self, value: Any) -> list[Any] | None:
-        """A stored ``messages`` channel value: ext-7 snapshot or plain list (spec §5)."""
+        """A stored ``messages`` channel value: ext-7 snapshot or plain list."""
         if isinstance(value, self._snapshot_type):
             inner = value.value
             return list(inner) if isinstance(inner, list) else None

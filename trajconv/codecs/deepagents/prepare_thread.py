@@ -138,7 +138,7 @@ def thread_exists(db: Path, thread_id: str) -> bool:
 
 
 def metadata(seed: dict[str, Any]) -> dict[str, Any]:
-    # Config metadata is copied into every checkpoint's metadata (spec §6, §8).
+    # Config metadata is copied into every checkpoint's metadata.
     meta: dict[str, Any] = {
         "agent_name": seed.get("agent_name") or "agent",
         "cwd": seed["cwd"],

@@ -351,7 +351,7 @@ def _read_checkpoints(t: _Thread) -> _Line:
             "branch": facts.newest.get("git_branch"),
             "acp_model": facts.newest.get("acp_model"),
             "model_spec": model_spec,
-            # dcode's listing: created = MIN(updated_at), updated = MAX(updated_at) (spec §6).
+            # dcode's listing: created = MIN(updated_at), updated = MAX(updated_at).
             "created_at": facts.first if facts.first is not None else times[0],
             "updated_at": facts.last if facts.last is not None else times[-1],
         },

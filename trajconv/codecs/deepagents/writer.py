@@ -5,8 +5,8 @@ readout instead of ``home/`` (docs/design.md §6); its ``prepare.py``
 (``prepare_thread.py`` here) writes the thread with the real ``langgraph`` /
 ``deepagents`` packages in the layout a real run makes (an input checkpoint
 and a ``messages`` write), which ``dcode threads list`` counts right before and
-after a continued turn (``codecs/deepagents/README.md`` §9 and its caution;
-``native-loaders.md`` seeding experiments D/E).
+after a continued turn (``codecs/deepagents/README.md`` and its caution;
+the codec README seeding experiments D/E).
 
 Lowering: user -> ``HumanMessage``; a run of reasoning / assistant / tool-call
 records -> one ``AIMessage`` (text and LangChain ``reasoning`` content blocks,

@@ -2,17 +2,17 @@
 
 Format facts: ``codecs/fx/README.md`` (upstream vercel-labs/fx; legacy and ``event_log_v1``
 behaviour checked against fx 0.0.5 built from source). ``session.json``'s top-level
-``schema_version`` picks the layout (§0):
+``schema_version`` picks the layout:
 
-* 1, 2 - monolithic: the whole history inside ``session.json`` (§5.1);
+* 1, 2 - monolithic: the whole history inside ``session.json``;
 * 3 - ``event_log_v1``: semantic frames in ``events.jsonl``, committed up to the
-  ``commit.<generation>.json`` watermark; bytes past it are a crashed append (§5.2). History
+  ``commit.<generation>.json`` watermark; bytes past it are a crashed append. History
   comes from ``history_turn_committed`` frames and committed state replacements (migration,
   compaction), never from the manifest, which is only a projection;
-* 4 - conversation frames in ``events.jsonl`` with tool outputs in ``tool-results/`` (§2-§4).
+* 4 - conversation frames in ``events.jsonl`` with tool outputs in ``tool-results/``.
   A tool result whose body is missing or whose size differs from ``stored_bytes`` is a
   FormatError; the preview is never used instead. A torn last line and an unfinished trailing
-  turn are the crash tail fx itself drops (§3.2 rule 6): counted, not projected.
+  turn are the crash tail fx itself drops: counted, not projected.
 
 Record ids: schema 4 ``fx:<seq>`` (frame seq == line number, checked); schema 3
 ``fx:<seq>/<place>``; legacy ``fx:h<index>/<place>``. Native units: schema 4 counts each line
@@ -264,7 +264,7 @@ class _Place:
 
 
 class _TurnLifter:
-    """Lifts legacy / schema-3 history turns (§5.1) into records; one unit per turn item."""
+    """Lifts legacy / schema-3 history turns into records; one unit per turn item."""
 
     def __init__(self, b: SnapshotBuilder) -> None:
         self.b = b
@@ -574,7 +574,7 @@ def _read_v3(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
             f"the log does not end at the watermark ({mark['_name']}: seq {mark['through_seq']})",
         )
     if tail:
-        # an append that crashed before its watermark: not committed, fx ignores it (§5.2)
+        # an append that crashed before its watermark: not committed, fx ignores it
         first = count_units(committed) + 1
         d.add("crash-tail", f"{layout.EVENTS}:{first}", count_units(tail), name="uncommitted")
     lifter = _TurnLifter(b)
@@ -710,7 +710,7 @@ def _v4_frames(
                 line=number,
             )
         if _int(obj.get("seq")) != number:
-            # no blank lines are allowed, so seq equals the line number (§3)
+            # no blank lines are allowed, so seq equals the line number
             raise FormatError(
                 layout.EVENTS,
                 f"seq {obj.get('seq')!r} is not contiguous (expected {number})",
@@ -935,7 +935,7 @@ def _read_v4(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
             lifter.frame(f)
             limits.check("max_records", b.record_count, layout.EVENTS, f.line)
 
-    # An unfinished trailing turn is the crash tail fx drops (§3.2 rule 6), so a turn's frames
+    # An unfinished trailing turn is the crash tail fx drops, so a turn's frames
     # wait until it closes (or the next user message shows it was not the last).
     turn: list[native.FxFrame] = []
     for f in _v4_frames(log, b.diagnostics, limits, files.events_utf8):
@@ -950,7 +950,7 @@ def _read_v4(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
         else:
             lift([f])
     if layout.RECOVERY in files:
-        lift(turn)  # a recovery checkpoint keeps the unfinished turn (§3.2 rule 6)
+        lift(turn)  # a recovery checkpoint keeps the unfinished turn
         turn = []
     lifter._close(layout.EVENTS)
     for f in turn:

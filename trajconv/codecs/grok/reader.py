@@ -51,7 +51,8 @@ class _Run:
 
 
 class _Turns:
-    """Prompt starts by Grok's §4.2 rule; shared by the rewind pre-pass and the projection."""
+    """Prompt starts by Grok's rule (the codec README); shared by the rewind pre-pass and the
+    projection."""
 
     def __init__(self) -> None:
         self.starts: list[int] = []  # first line of each live prompt
@@ -315,7 +316,7 @@ class _Projector:
             self.d.add("non-text-content", place, name=native.USER_CHUNK)
             return
         if role == "phantom":
-            # Unmarked user chunks after marked prompts are runtime echoes (§4.2).
+            # Unmarked user chunks after marked prompts are runtime echoes.
             self.text("system", "user_message_chunk(unmarked)", number, text, params, obj)
             return
         self.text("user", native.USER_CHUNK, number, text, params, obj)
@@ -435,7 +436,7 @@ def _str(value: Any) -> str | None:
 
 
 def _parent_from_meta(sdir: Path, sid: str, b: SnapshotBuilder) -> str | None:
-    """A child's parent, from the parent's ``subagents/<id>/meta.json`` (§6)."""
+    """A child's parent, from the parent's ``subagents/<id>/meta.json``."""
     root = sdir.parent.parent
     if root.name != layout.SESSIONS:
         return None
@@ -505,6 +506,10 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     copy = blob.whole_file
     assert copy is not None  # add_artifact_file writes a file of its own
     _sidecars(sdir, b, limits, blob.size)
+    for meta in sorted((sdir / "subagents").glob("*/meta.json")):
+        # Grok keeps a sub-agent as a session of its own; this reader does not read it
+        # into the parent's Snapshot, so a conversion of the parent does not carry it
+        b.diagnostics.add("subagent-separate", f"subagents/{meta.parent.name}")
 
     info = summary.get("info") if isinstance(summary.get("info"), dict) else {}
     assert isinstance(info, dict)

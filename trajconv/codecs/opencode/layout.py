@@ -1,6 +1,6 @@
 """Where OpenCode keeps sessions and how a path names one.
 
-Facts (``codecs/opencode/README.md`` §1, §7, §8, observed with 1.18.33): the data folder is
+Facts (``codecs/opencode/README.md``, observed with 1.18.33): the data folder is
 ``$XDG_DATA_HOME/opencode`` (default ``~/.local/share/opencode``); the database is
 ``opencode.db`` there (WAL mode); before 1.2.0 sessions were flat JSON files under
 ``storage/`` (``session/<project>/<id>.json``, ``message/<session>/<id>.json``,

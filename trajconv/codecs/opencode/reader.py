@@ -1,7 +1,7 @@
 """OpenCode reader: one session of ``opencode.db``, the legacy ``storage/`` JSON files or an
 ``opencode export`` document -> Snapshot.
 
-Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Rules:
+Format facts: ``codecs/opencode/README.md`` (OpenCode 1.18.33). Rules:
 
 * the native unit is a part (row or file); a message with no parts is one unit itself;
 * ``text`` parts of a user message -> ``user`` (``synthetic`` ones, injected by the harness,
@@ -12,7 +12,7 @@ Format facts: ``codecs/opencode/README.md`` §5, §6, §9 (OpenCode 1.18.33). Ru
   or ``error`` state, its ``tool-result``: ``completed`` is ok unless the bash tool's
   ``metadata.exit`` is non-zero (OpenCode keeps a failing command ``completed``, the spec's
   2026-12 observations), ``error`` is not ok with ``state.error`` as the output; results
-  follow all of their message's parts, as OpenCode sends them to the model (§11);
+  follow all of their message's parts, as OpenCode sends them to the model;
   ``pending`` / ``running`` calls have no result (``pending-tool-call``);
 * ``step-start``, ``step-finish``, ``retry``, ``snapshot``, ``patch`` -> ``lifecycle-dropped``;
   ``compaction`` -> ``compaction-state``; ``file``, ``agent``, ``subtask`` ->

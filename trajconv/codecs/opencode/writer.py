@@ -2,12 +2,12 @@
 
 The native store is one shared SQLite database, so the export is a readout
 (``opencode-export.json``, the document ``opencode export`` prints and ``opencode import``
-reads, ``codecs/opencode/README.md`` §8) and its ``prepare.py`` (``prepare_import.py``
+reads, ``codecs/opencode/README.md``) and its ``prepare.py`` (``prepare_import.py``
 here) installs it with the real CLI's own ``opencode import`` and checks the result with
 ``opencode export``.
 
-Lowering (§9 "Writer"): one user message per user record (a ``text`` part); the records
-that answer it become assistant messages, one per model step (a new step starts when text,
+Lowering (the codec README, "Writer"): one user message per user record (a ``text`` part); the
+records that answer it become assistant messages, one per model step (a new step starts when text,
 reasoning or a call follows a tool result), each with the parts ``step-start``,
 ``reasoning`` / ``text`` / ``tool`` in record order, ``step-finish``. A tool part holds its
 call and its result: ``completed`` (output; an exit code in ``metadata.exit``, which

@@ -156,7 +156,7 @@ class _Projector:
             line = self.rows.add("part", part, message_id=msg.id)
             self.part(part, line, str(role), created, _model(info) if role == "assistant" else None)
         for result in self.results:
-            # OpenCode sends a step's results after the whole assistant message (§11)
+            # OpenCode sends a step's results after the whole assistant message
             self.b.add_result(**result)
         if (
             role == "user"

@@ -5,16 +5,16 @@ Kilo 7.7.7 keeps OpenCode's ``session`` / ``message`` / ``part`` tables column f
 ``kilo.db``, beside tables of its own) and prints the same export document
 (``codecs/kilo/README.md``); what follows is said of OpenCode and holds for both.
 
-* SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md`` §2, §3): tables ``session``,
+* SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md``): tables ``session``,
   ``message`` (``data`` = the message without ``id``/``sessionID``) and ``part`` (``data`` =
   the part without ``id``/``sessionID``/``messageID``); messages are read ordered by
   ``time_created`` then ``id``, parts by ``id`` within a message (the CLI's own indexes).
   Opened ``mode=ro``; when a ``-wal`` file is present the database and its WAL are copied
   first (a read-only connection cannot fold a WAL in without writing the ``-shm``).
-* Legacy JSON storage (before 1.2.0, §7): ``session/<project>/<id>.json``,
+* Legacy JSON storage (before 1.2.0): ``session/<project>/<id>.json``,
   ``message/<session>/<id>.json``, ``part/<message>/<id>.json``, each a whole object with
   its ids; same orders.
-* An ``opencode export`` document (§8): ``{"info", "messages": [{"info", "parts"}]}``.
+* An ``opencode export`` document: ``{"info", "messages": [{"info", "parts"}]}``.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ class DbStore:
         self.row: JsonObj = {k: _cell(v) for k, v in zip(wanted, row, strict=True)}
 
     def info(self) -> JsonObj:
-        """The session row in the shape of ``opencode export``'s ``info`` (§4)."""
+        """The session row in the shape of ``opencode export``'s ``info``."""
         r = self.row
         model = _parse(r["model"].encode()) if isinstance(r.get("model"), str) else None
         info: JsonObj = {

@@ -66,22 +66,55 @@ def _conversation(obj: dict[str, Any]) -> bool:
     return not (obj.get("type") == "system" and obj.get("subtype") in NOT_CONVERSATION)
 
 
-def _chain(path: Path, name: str, limits: Limits) -> set[str]:
-    """The uuids on the ``parentUuid`` chain back from the last conversation record."""
+def _command_answered(obj: dict[str, Any], prev: dict[str, Any] | None) -> bool:
+    """Whether ``obj`` is the result of a slash command that the CLI answered itself, so that
+    ``prev``, the command as the user typed it, is not sent to the model
+    (``SessionApiHistoryAccumulator.add``, ``slash_command``)."""
+    payload = obj.get("systemPayload")
+    if obj.get("subtype") != "slash_command" or not isinstance(payload, dict) or prev is None:
+        return False
+    items = payload.get("outputHistoryItems")
+    msg = prev.get("message") if isinstance(prev.get("message"), dict) else {}
+    parts = msg.get("parts") if isinstance(msg, dict) else None
+    return (
+        payload.get("phase") == "result"
+        and payload.get("sentToModel") is not True
+        and isinstance(items, list)
+        and bool(items)
+        and all(isinstance(i, dict) and i.get("type") == "assistant" for i in items)
+        and prev.get("type") == "user"
+        and prev.get("subtype") is None
+        and isinstance(parts, list)
+        and len(parts) == 1
+        and parts[0] == {"text": payload.get("rawCommand")}
+    )
+
+
+def _chain(path: Path, name: str, limits: Limits) -> tuple[set[str], set[str]]:
+    """The uuids on the ``parentUuid`` chain back from the last conversation record, and
+    those of typed slash commands the CLI answered itself (never sent to the model)."""
     parents: dict[str, str | None] = {}
     leaf: str | None = None
+    prev: dict[str, Any] | None = None  # the last record with a message
+    commands: set[str] = set()
     for _, obj in iter_file_objects(path, name, Diagnostics(), limits):
         if not _valid(obj):
             continue
         parents[obj["uuid"]] = obj["parentUuid"]
         if _conversation(obj):
             leaf = obj["uuid"]
+        if _command_answered(obj, prev):
+            commands.add(str(prev["uuid"]))  # type: ignore[index]
+        if obj["type"] != "system" and isinstance(obj.get("message"), dict):
+            prev = obj
+        elif obj.get("subtype") == "slash_command":
+            prev = None
     chain: set[str] = set()
     current = leaf
     while current is not None and current in parents and current not in chain:
         chain.add(current)
         current = parents[current]
-    return chain
+    return chain, commands
 
 
 def _time(obj: dict[str, Any]) -> str | None:
@@ -332,7 +365,7 @@ def _project(
     )
     assert blob.whole_file is not None
     copy = blob.whole_file
-    chain = _chain(copy, rel, limits)
+    chain, commands = _chain(copy, rel, limits)
     proj = _Projector(b, rel)
     for number, obj in iter_file_objects(copy, rel, b.diagnostics, limits):
         place = f"{rel}:{number}"
@@ -346,6 +379,10 @@ def _project(
                 b.diagnostics.add("lifecycle-dropped", place, name="custom_title")
             else:
                 b.diagnostics.add("rewound", place)
+            continue
+        if obj["uuid"] in commands:
+            # a typed command the CLI answered itself: its model never saw it
+            b.diagnostics.add("lifecycle-dropped", place, name="user:slash-command")
             continue
         before = b.record_count
         code = proj.record(obj, number)

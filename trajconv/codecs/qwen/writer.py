@@ -41,6 +41,8 @@ from trajconv.snapshot.models import Record, Session, Snapshot, ToolResultRecord
 from trajconv.snapshot.spool import Blob, Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
+#: how the CLI opens the message that tells its model a background task ended
+NOTIFICATION = "<task-notification>"
 
 
 def _line(value: dict[str, Any]) -> bytes:
@@ -136,6 +138,15 @@ class _Journal:
         self.emit(rec)
         self.prompts += 1
 
+    def notification(self, seq: int, text: str, time: str) -> None:
+        """A background task's ``<task-notification>``: a user message the CLI adds itself
+        (``subtype: notification``, ``provenance: system``), which its model is sent."""
+        self.close()
+        rec = self.base(seq, "user", time)
+        rec.update(provenance="system", subtype="notification")
+        rec["message"] = {"role": "user", "parts": [{"text": text}]}
+        self.emit(rec)
+
     def compression(self, seq: int, text: str, time: str) -> None:
         self.close()
         rec = self.base(seq, "system", time)
@@ -223,6 +234,8 @@ def _lower(
             j.user(rec.seq, rec.text, time)
         elif rec.kind == "system" and rec.text.lstrip().startswith(SNAPSHOT):
             j.compression(rec.seq, rec.text, time)
+        elif rec.kind == "system" and rec.text.lstrip().startswith(NOTIFICATION):
+            j.notification(rec.seq, rec.text, time)
         elif rec.kind == "reasoning":
             j.part(rec, time, {"text": rec.text, "thought": True})
         elif rec.kind == "assistant":
