@@ -129,8 +129,12 @@ def _options(harness: str, user_home: Path) -> list[str]:
     if harness in ("opencode", "kilo"):  # Kilo's prepare is OpenCode's (the same lineage)
         import proof
 
-        exe = proof.loader(harness).find(proof.tools_dir())  # type: ignore[union-attr]
-        return ["--cwd", str(user_home), *([f"--{harness}", str(exe)] if exe else [])]
+        loader = proof.loader(harness)
+        assert loader is not None
+        exe = loader.find(proof.tools_dir())
+        # a scratch home configures no model: name the loopback one the session continues with
+        model = ["--model", f"{loader.PROVIDER}/{loader.MODEL}"]
+        return ["--cwd", str(user_home), *model, *([f"--{harness}", str(exe)] if exe else [])]
     return []
 
 

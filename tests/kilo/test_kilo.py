@@ -18,7 +18,7 @@ from tests.opencode.support import units
 from trajconv.codecs import registry
 from trajconv.codecs.base import CERTAIN, LIKELY
 from trajconv.codecs.kilo import layout, writer
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, UsageError
 from trajconv.snapshot import io
 
 KILO = FIXTURES / "kilo"
@@ -132,7 +132,7 @@ def test_child_session_is_linked_both_ways() -> None:
 def test_bad_input_is_named(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="pick one with --session"):
         read(SUB_DB)
-    with pytest.raises(FormatError, match="no session 'ses_nope'"):
+    with pytest.raises(UsageError, match="no kilo session 'ses_nope'"):  # exit 2
         read(KILO / "recorded-tools", "ses_nope")
     junk = tmp_path / "kilo.db"
     junk.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)

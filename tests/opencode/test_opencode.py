@@ -15,7 +15,7 @@ import trajconv
 from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
 from tests.opencode.support import CASES, IDS, LEGACY, ROOTS, SUB_DB, TOOLS_DB, units
 from trajconv.codecs.opencode import layout, writer
-from trajconv.errors import FormatError, RefusedError
+from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
 
 HELD = ("user", "assistant", "reasoning", "tool-call", "tool-result")
@@ -133,7 +133,7 @@ def test_wal_database_is_read_from_a_copy(tmp_path: Path) -> None:
 def test_bad_input_is_named(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="pick one with --session"):
         read(SUB_DB)
-    with pytest.raises(FormatError, match="no session 'ses_nope'"):
+    with pytest.raises(UsageError, match="no opencode session 'ses_nope'"):  # exit 2
         read(LEGACY, "ses_nope")
     junk = tmp_path / "opencode.db"
     junk.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)

@@ -306,24 +306,35 @@ def codecs(as_json: bool, docs_dir: Path | None) -> None:
             click.echo(f"wrote {page}", err=True)
         return
 
-    rows: list[dict[str, Any]] = [
-        {
-            "name": c.name,
-            "aliases": list(c.aliases),
-            "read": c.can_read,
-            "write": c.can_write,
-            "discover": c.can_discover,
-            "description": c.description,
-        }
-        for c in registry.all_codecs()
-    ]
+    def line(r: dict[str, Any]) -> str:
+        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
+        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
+        return f"{r['name']:<11} {caps:<20} {r['description']}{aliases}"
+
+    _rows(
+        [
+            {
+                "name": c.name,
+                "aliases": list(c.aliases),
+                "read": c.can_read,
+                "write": c.can_write,
+                "discover": c.can_discover,
+                "description": c.description,
+            }
+            for c in registry.all_codecs()
+        ],
+        as_json,
+        line,
+    )
+
+
+def _rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]) -> None:
+    """A listing: the rows as JSON, or one ``line`` each."""
     if as_json:
         _emit_json(rows)
         return
     for r in rows:
-        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
-        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
-        click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
+        click.echo(line(r))
 
 
 def _harness_opt(
@@ -609,7 +620,7 @@ def verify(file: Path, as_json: bool) -> None:
         )
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.read_document(file)
-        io.validate_document(doc, str(file))
+        io.validate_document(doc, str(file), check=False)
         report = io.verify_document(doc, artifact_resolver(file))
     if as_json:
         _emit_json(
@@ -716,7 +727,7 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
     """Install an export (runs OUT/prepare.py with the same options)."""
     import subprocess
 
-    from trajconv.codecs.export import MANIFEST
+    from trajconv.codecs.export import MANIFEST, check_files
 
     if not (out / MANIFEST).is_file():
         raise UsageError(
@@ -728,6 +739,7 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
             f"{out} is a document export (nothing installs it); convert it on with "
             "trajconv convert --from <its format> --to HARNESS"
         )
+    check_files(out)  # prepare.py checks the files it installs, but not itself
     argv = [sys.executable, str(out / "prepare.py")]
     if home is not None:
         argv += ["--home", str(home)]
@@ -752,21 +764,20 @@ def diagnostics(as_json: bool) -> None:
     """List every diagnostic code with its severity and meaning."""
     from trajconv.snapshot.diagnostics import REGISTRY
 
-    rows: list[dict[str, Any]] = [
-        {
-            "code": c.code,
-            "severity": c.severity,
-            "side": c.side,
-            "counts_units": c.units,
-            "meaning": c.meaning,
-        }
-        for c in REGISTRY.values()
-    ]
-    if as_json:
-        _emit_json(rows)
-        return
-    for r in rows:
-        click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
+    _rows(
+        [
+            {
+                "code": c.code,
+                "severity": c.severity,
+                "side": c.side,
+                "counts_units": c.units,
+                "meaning": c.meaning,
+            }
+            for c in REGISTRY.values()
+        ],
+        as_json,
+        lambda r: f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}",
+    )
 
 
 def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:

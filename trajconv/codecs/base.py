@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from trajconv.errors import LimitError, UnsafePathError, UsageError, writing
+from trajconv.errors import FormatError, LimitError, UnsafePathError, UsageError, writing
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
     from trajconv.snapshot.diagnostics import Diagnostics
@@ -322,6 +322,31 @@ class Codec(Protocol):
     ) -> ExportPlan: ...
 
 
+#: Reader codes that count a unit the reader could not make out at all (as against a unit
+#: it recognised and left out on purpose, such as ``lifecycle-dropped`` or ``rewound``).
+UNRECOGNISED = frozenset({"unknown-kind", "invalid-line", "torn-line", "blank-line"})
+
+
+def refuse_unrecognised(snapshot: Snapshot, path: Path, harness: str) -> None:
+    """Refuse what a reader recognised nothing of: no record, no sub-agent, and every unit
+    it saw counted as one it could not make out. Such a Snapshot is another harness's file
+    read as this one's (issue 33: a Codex rollout read ``--from claude`` was written as an
+    empty session, exit 0), not an empty session; one check for every reader."""
+    from trajconv.snapshot.diagnostics import lookup as lookup_code
+
+    if len(snapshot.records) or snapshot.children:
+        return
+    counted = [d for d in snapshot.diagnostics if lookup_code(d.code).units]
+    if not counted or any(d.code not in UNRECOGNISED for d in counted):
+        return
+    found = ", ".join(f"{d.code} x{d.count}" for d in counted)
+    raise FormatError(
+        path,
+        f"not a {harness} session: the {harness} reader recognised none of it ({found}); "
+        "say which harness wrote it with --from (trajconv codecs lists them)",
+    )
+
+
 @dataclass(frozen=True)
 class LazyCodec:
     """A codec whose modules load on first use: ``<package>.layout.default_home``,
@@ -383,6 +408,7 @@ class LazyCodec:
         # (a reader's own "cannot read" must not blame the native file for it).
         with writing(tempfile.gettempdir()):
             snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
+        refuse_unrecognised(snap, path, self.name)
         return snap
 
     def plan(self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:

@@ -35,14 +35,18 @@ def head(path: Path, size: int = 4096) -> bytes:
         return b""
 
 
-def first_json(path: Path) -> dict[str, Any] | None:
-    """The first line of ``path`` as a JSON object (at most :data:`HEAD_BYTES`), else None."""
-    line = head(path, HEAD_BYTES).split(b"\n", 1)[0]
+def json_object(data: bytes) -> dict[str, Any] | None:
+    """``data`` as a JSON object, else None (not JSON, or another JSON value)."""
     try:
-        value = orjson.loads(line)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def first_json(path: Path) -> dict[str, Any] | None:
+    """The first line of ``path`` as a JSON object (at most :data:`HEAD_BYTES`), else None."""
+    return json_object(head(path, HEAD_BYTES).split(b"\n", 1)[0])
 
 
 def is_uuid(value: str) -> bool:

@@ -82,3 +82,41 @@ def emit(plan: ExportPlan, out_dir: Path) -> Export:
         manifest=manifest,
         diagnostics=plan.diagnostics,
     )
+
+
+def check_files(out_dir: Path) -> dict[str, Any]:
+    """The manifest of the export in ``out_dir`` once every file it lists (``prepare.py``
+    among them) has its sha256 and size: ``trajconv prepare`` runs ``prepare.py``, which
+    checks the other files itself but cannot check itself (issue 33: verify before act).
+    A damaged export is a VerifyError naming the first file that differs."""
+    from trajconv.errors import FormatError, VerifyError
+
+    where = out_dir / MANIFEST
+    try:
+        manifest = orjson.loads(where.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise FormatError(where, f"not an export manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
+        raise FormatError(where, f"not a {EXPORT_FORMAT} manifest")
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        raise FormatError(where, "names no files")
+    for entry in files:
+        rel = entry.get("path") if isinstance(entry, dict) else None
+        inside = isinstance(rel, str) and rel and not Path(rel).is_absolute()
+        if not inside or ".." in Path(str(rel)).parts:
+            raise FormatError(where, f"names the file {rel!r}, which is not inside the export")
+        sha, size = hashlib.sha256(), 0
+        try:
+            with (out_dir / str(rel)).open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    sha.update(chunk)
+                    size += len(chunk)
+        except OSError as exc:
+            raise VerifyError(f"{out_dir}: {rel} cannot be read: {exc.strerror}") from None
+        if size != entry.get("size") or sha.hexdigest() != entry.get("sha256"):
+            raise VerifyError(
+                f"{out_dir}: {rel} does not match the sha256/size its manifest names: the "
+                "export was changed after it was written"
+            )
+    return manifest

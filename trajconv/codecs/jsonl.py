@@ -134,6 +134,12 @@ def _split_lines(data: bytes) -> Iterator[memoryview]:
         start = stop + 1
 
 
+def file_lines(path: Path, max_line: int) -> Iterator[bytes]:
+    """The raw lines of the file at ``path`` (without their newline), as the iterators
+    number them: for a reader that needs the bytes of a line it could not parse."""
+    return _file_lines(path, max_line)
+
+
 def _file_lines(path: Path, max_line: int) -> Iterator[bytes]:
     """Lines of the file at ``path`` without their newline, as :func:`_split_lines` cuts them.
 

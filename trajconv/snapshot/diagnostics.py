@@ -72,6 +72,12 @@ _CODES: tuple[Code, ...] = (
     _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
     _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
     _r(
+        "not-resumed-file",
+        "info",
+        "line of a session file the harness does not resume from (another file of the same "
+        "session holds the conversation), kept in artifacts",
+    ),
+    _r(
         "aborted-message",
         "info",
         "assistant message that ended in an error or was aborted, which the harness does not "

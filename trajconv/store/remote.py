@@ -293,11 +293,7 @@ class ObjectStore:
         hexpart = key.removeprefix("sha256:").lower()
         ids = {r.snapshot_id for r in self.rows()}
         found = sorted(i for i in ids if len(hexpart) >= 8 and i[7:].startswith(hexpart))
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            raise UsageError(f"{ref!r} matches {len(found)} Snapshots; give more of the id")
-        raise UsageError(f"no session or Snapshot {ref!r} in {self.url}")
+        return local.resolve_prefix(self, ref, found, self.url)
 
     # -- objects --------------------------------------------------------------------
     def _fetch(self, key: str) -> Path:

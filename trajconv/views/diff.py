@@ -29,6 +29,10 @@ from trajconv.views import model
 #: Codes that account for a field of a kept record differing.
 FIELD_CODES: dict[str, tuple[str, ...]] = {
     "text": MERGE_CODES,
+    # a tool call's or result's content: a writer that puts the exit status or failure in
+    # the output text, where its harness has no field for it, says so (issue 33: the
+    # Codex writer's own rewrites were shown NOT NAMED)
+    "content": ("exit-status-in-text",),
     "time": ("untranslated-time", "timestamps-synthesized"),
     "model": ("untranslated-model", "defaults-assumed"),
     "call id": ("ids-derived",),

@@ -118,8 +118,9 @@ def diff_side(path: Path) -> DiffSide:
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
         from trajconv.api import reread
+        from trajconv.codecs.export import check_files
 
-        doc = json.loads(manifest.read_text("utf-8"))
+        doc = check_files(path)  # the files it re-reads are the ones the manifest names
         snap = reread(path)
         writer = tuple(Diagnostic.model_validate(d) for d in doc.get("diagnostics", []))
         return DiffSide(snap, writer)

@@ -28,19 +28,38 @@ in one streaming pass; a shuffled file is projected from the chain lines held in
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.claude import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
+from trajconv.codecs.jsonl import Utf8Tally, file_lines, iter_file_objects, read_bounded
 from trajconv.errors import LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "claude/1"
+#: the parent a torn chain line still names (the CLI writes ``parentUuid`` first)
+_PARENT = re.compile(rb'\s*\{\s*"parentUuid"\s*:\s*"([^"\\]+)"')
+
+
+class _TornLines(Diagnostics):
+    """The first pass's diagnostics, keeping the number of every torn line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[int] = []
+
+    def add(
+        self, code: str, sample: str | None = None, count: int = 1, *, name: str | None = None
+    ) -> None:
+        if code == "torn-line" and sample is not None:
+            self.lines.append(int(sample.rsplit(":", 1)[1]))
+        super().add(code, sample, count, name=name)
 
 
 @dataclass
@@ -104,8 +123,20 @@ class _Scan:
         if text is not None:
             self.titles[kind] = text.strip()
 
-    def chain(self, subagent: bool) -> list[int]:
-        """Line numbers of the resumed conversation, root first."""
+    def chain(
+        self,
+        subagent: bool,
+        torn: Sequence[int] = (),
+        torn_text: Callable[[int], bytes] | None = None,
+    ) -> list[int]:
+        """Line numbers of the resumed conversation, root first.
+
+        ``torn``: the numbers of torn lines (not JSON), and ``torn_text(n)`` the bytes of
+        one. A chain line whose parent is missing right after a torn line is the child of
+        that line, whose own record is lost (``torn-line``): the walk goes on from the
+        parent the torn bytes still name (``parentUuid`` comes first on a line), else
+        from the chain line before it in the file, so one torn line costs that line, not
+        the turns before it (issue 33: they were counted ``rewound``)."""
         leaf = self.leaf_hint if self.leaf_hint in self.line_of else None
         if leaf is None:
             has_child = set(self.parent.values())
@@ -118,12 +149,37 @@ class _Scan:
         path: list[int] = []
         seen: set[str] = set()
         node: str | None = leaf
-        while node is not None and node in self.line_of and node not in seen:
+        by_line = {n: u for u, n in self.line_of.items()} if torn else {}
+        while node is not None and node not in seen:
+            if node not in self.line_of:
+                node = self._across_torn(path[-1], torn, torn_text, by_line) if path else None
+                if node is None or node in seen:
+                    break
             seen.add(node)
             path.append(self.line_of[node])
             node = self.parent.get(node)
         path.reverse()
         return path
+
+    def _across_torn(
+        self,
+        child: int,
+        torn: Sequence[int],
+        torn_text: Callable[[int], bytes] | None,
+        by_line: dict[int, str],
+    ) -> str | None:
+        """The chain line a torn line before line ``child`` had as its parent."""
+        before = [t for t in torn if t < child]
+        if not before:
+            return None
+        gap = max(before)
+        if any(gap < n < child for n in by_line):
+            return None  # a whole chain line lies between: the torn line is not the parent
+        named = _PARENT.match(bytes(torn_text(gap))) if torn_text is not None else None
+        if named is not None and named.group(1).decode() in self.line_of:
+            return named.group(1).decode()
+        earlier = [n for n in by_line if n < gap]
+        return by_line[max(earlier)] if earlier else None
 
 
 class _Projector:
@@ -409,12 +465,18 @@ def _project(
 ) -> tuple[_Scan, _Projector]:
     """Scan the transcript's copy for its chain, then make its records in ``b``."""
     scan = _Scan()
+    torn = _TornLines()
     try:
-        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
+        for number, obj in iter_file_objects(copy, name, torn, limits):
             scan.line(number, obj)
     except LimitError:
         pass  # the projection below refuses the same line with the same error
-    chain = scan.chain(subagent)
+
+    def torn_text(number: int) -> bytes:
+        lines = file_lines(copy, limits.max_line_bytes)
+        return next(itertools.islice(lines, number - 1, None), b"")
+
+    chain = scan.chain(subagent, torn.lines, torn_text)
     on_chain = set(chain)
     in_order = all(a < b_ for a, b_ in itertools.pairwise(chain))
     b.source = b.source.model_copy(update={"harness_version": scan.version})

@@ -25,6 +25,11 @@ STATE_LINES = frozenset({"world_state", "token_usage_record"})
 EVENT_DUPLICATES = frozenset(
     {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
 )
+#: item_completed item types whose ``id`` is a call id and whose ``status`` (and, for a
+#: command, ``exit_code``) is that call's outcome: a spawned sub-agent's
+#: ``CollabAgentToolCall`` (``status: completed``, fixtures/codex/subagent) as well as
+#: commands and patches
+ITEM_STATUS = frozenset({"CommandExecution", "FileChange", "CollabAgentToolCall"})
 #: item_completed item types that repeat one (CommandExecution/FileChange carry a status)
 ITEM_DUPLICATES = frozenset({"UserMessage", "AgentMessage", "Reasoning"})
 

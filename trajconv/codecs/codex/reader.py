@@ -292,7 +292,7 @@ class _Projector:
             item = p.get("item") if isinstance(p.get("item"), dict) else {}
             assert isinstance(item, dict)
             itype = item.get("type")
-            if itype in ("CommandExecution", "FileChange") and isinstance(item.get("id"), str):
+            if itype in native.ITEM_STATUS and isinstance(item.get("id"), str):
                 code = item.get("exit_code")
                 status = item.get("status")
                 self.ends[item["id"]] = (

@@ -249,7 +249,11 @@ def plan(
     **_options: Any,
 ) -> ExportPlan:
     diags, drop, workdir, sid = open_write(snapshot, "codex", allow_lossy=allow_lossy, cwd=cwd)
-    provider = model_provider or DEFAULT_PROVIDER
+    # the provider the session is written for; prepare.py binds the one the home it installs
+    # into configures, unless the user named one (then it refuses a home configured otherwise)
+    kept = None if model_provider else source_provider(snapshot)
+    provider = model_provider or kept or DEFAULT_PROVIDER
+    binding = "explicit" if model_provider else "source" if kept else "home"
     diags.add("codex-model-provider", f"session_meta.model_provider={provider}")
     session = snapshot.session
 
@@ -306,13 +310,127 @@ def plan(
         children_written=tuple(children),
         resume_argv=["codex", "resume", sid],
         diagnostics=diags.to_models(),
-        prepare_script=prepare_script(),
+        prepare_script=prepare_script(provider, binding),
         notes=[
-            f"session_meta.model_provider is {provider!r}: Codex refuses to resume under another "
-            "provider; write with model_provider=ID (--codex-model-provider) to change it",
+            _binding_note(provider, binding),
             f"run the resume command in {workdir}, or use `codex resume --all`",
         ],
     )
+
+
+def source_provider(snapshot: Snapshot) -> str | None:
+    """The ``session_meta.model_provider`` of a Codex source's rollout (its first line, in
+    the Snapshot's artifact), so a round trip keeps it; ``None`` for another source."""
+    if snapshot.source.harness != "codex":
+        return None
+    name = Path(snapshot.source.locator).name
+    art = next((a for a in snapshot.artifacts if a.name == name), None)
+    if art is None:
+        return None
+    head = b""
+    for chunk in art.chunks():
+        head += chunk
+        if b"\n" in head or len(head) > 1 << 22:
+            break
+    try:
+        meta = json.loads(head.split(b"\n", 1)[0]).get("payload")
+    except (ValueError, AttributeError):
+        return None
+    value = meta.get("model_provider") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _binding_note(provider: str, binding: str) -> str:
+    if binding == "explicit":
+        return (
+            f"session_meta.model_provider is {provider!r} (--codex-model-provider): prepare.py "
+            "refuses a home whose config.toml configures another, since Codex cannot resume a "
+            "thread under another provider"
+        )
+    was = "the source session's" if binding == "source" else "Codex's default"
+    return (
+        f"session_meta.model_provider is {provider!r} ({was}); prepare.py binds the provider "
+        "the home's config.toml configures (Codex cannot resume a thread under another) and "
+        "says so; --codex-model-provider ID fixes one instead"
+    )
+
+
+_BIND = '''
+
+#: the provider the rollout was written for, and why: explicit (the user named it), source
+#: (a Codex session's own) or home (no provider known: Codex's default)
+WRITTEN_PROVIDER = __PROVIDER__
+BINDING = __BINDING__
+
+
+def configured_provider(home: Path) -> tuple[str, str]:
+    """The model provider Codex uses in ``home`` (config.toml ``model_provider``, or that of
+    the ``profile`` it selects; ``openai`` when it names none) and where that was read."""
+    config = home / ".codex" / "config.toml"
+    if not config.is_file():
+        return "openai", f"Codex's built-in default: {config} is absent"
+    text = config.read_text("utf-8")
+    try:
+        import tomllib
+
+        data = tomllib.loads(text)
+    except ImportError:  # Python < 3.11: the top-level key only
+        import re
+
+        head = re.split(r"(?m)^\\s*\\[", text, maxsplit=1)[0]
+        found = re.search(r'(?m)^\\s*model_provider\\s*=\\s*"([^"]+)"', head)
+        data = {"model_provider": found.group(1)} if found else {}
+    except ValueError as exc:
+        fail(1, f"cannot read {config}: {exc}")
+    profile = data.get("profile")
+    chosen = (data.get("profiles") or {}).get(profile) if isinstance(profile, str) else None
+    if isinstance(chosen, dict) and isinstance(chosen.get("model_provider"), str):
+        return chosen["model_provider"], f"configured in {config}, profile {profile!r}"
+    value = data.get("model_provider")
+    if isinstance(value, str) and value:
+        return value, f"configured in {config}"
+    return "openai", f"Codex's built-in default: {config} names no model_provider"
+
+
+def codex_bind(home: Path, plan: list, dry_run: bool) -> list:
+    """Bind ``session_meta.model_provider`` to the provider the home configures, so the CLI
+    can resume the session ("Cannot change this thread's model provider" otherwise)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    configured, where = configured_provider(home)
+    if configured == WRITTEN_PROVIDER:
+        print(f"model_provider {configured!r} kept ({where})")
+        return plan
+    if BINDING == "explicit":
+        fail(3, f"refusing to install: the session was written for model provider "
+             f"{WRITTEN_PROVIDER!r} (--codex-model-provider), but the home's is "
+             f"{configured!r} ({where}), and Codex cannot resume a thread under another; "
+             f"write it with --codex-model-provider {configured} or configure "
+             f"model_provider = {json.dumps(WRITTEN_PROVIDER)}")
+    named = "the source session" if BINDING == "source" else "the export"
+    print(f"binds model_provider {configured!r} ({where}); {named} named "
+          f"{WRITTEN_PROVIDER!r}, which Codex would refuse to resume under it")
+    if dry_run:
+        return plan
+    scratch = Path(tempfile.mkdtemp(prefix="trajconv-codex-bind-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    bound = []
+    for src, dst, mode in plan:
+        if dst.name.startswith("rollout-") and dst.suffix == ".jsonl":
+            with src.open("rb") as fh:
+                first = json.loads(fh.readline())
+                first["payload"]["model_provider"] = configured
+                copy = scratch / dst.name
+                with copy.open("wb") as out:
+                    out.write(json.dumps(first, ensure_ascii=False, separators=(",", ":"))
+                              .encode() + b"\\n")
+                    shutil.copyfileobj(fh, out)
+            src = copy
+        bound.append((src, dst, mode))
+    return bound
+'''
 
 
 _CHECK = '''
@@ -346,12 +464,19 @@ def codex_checks(home: Path, manifest: dict) -> None:
 '''
 
 
-def prepare_script() -> str:
-    """The generic prepare.py plus the Codex checks, run before anything is written."""
+def prepare_script(provider: str = DEFAULT_PROVIDER, binding: str = "home") -> str:
+    """The generic prepare.py plus the Codex checks, run before anything is written, and
+    the provider binding, run on the install plan."""
     script = generic_prepare_script()
     anchor = "    plan = [\n"
-    if anchor not in script:  # the template changed: fail loudly rather than skip the check
-        raise RuntimeError("prepare template has no install plan anchor")
+    bind_at = "    dirs = [(inside(home"
+    if anchor not in script or bind_at not in script:
+        raise RuntimeError("prepare template has no install plan anchor")  # fail loudly
     script = script.replace(anchor, "    codex_checks(home, manifest)\n" + anchor, 1)
+    bind_call = "    plan = codex_bind(home, plan, args.dry_run)\n"
+    script = script.replace(bind_at, bind_call + bind_at, 1)
+    bind = _BIND.replace("__PROVIDER__", json.dumps(provider)).replace(
+        "__BINDING__", json.dumps(binding)
+    )
     marker = '\n\nif __name__ == "__main__":'
-    return script.replace(marker, _CHECK.rstrip("\n") + "\n" + marker, 1)
+    return script.replace(marker, (bind + _CHECK).rstrip("\n") + "\n" + marker, 1)

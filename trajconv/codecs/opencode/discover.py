@@ -10,20 +10,11 @@ import orjson
 from trajconv.codecs.base import SessionRef
 from trajconv.codecs.opencode import layout
 from trajconv.codecs.opencode_lineage import store as native
-from trajconv.snapshot.builder import time_from_ms
+from trajconv.codecs.opencode_lineage.store import nonblank as _text
+from trajconv.codecs.opencode_lineage.store import time_of as _ms
 
 MAX_SESSION_FILE = 16 * 1024**2
 HARNESS = "opencode"
-
-
-def _ms(value: object) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _json_refs(storage: Path, seen: set[str]) -> list[SessionRef]:

@@ -38,14 +38,18 @@ JsonObj = dict[str, Any]
 FLAVOUR_LINE = "FLAVOUR: dict[str, str] = {}  # filled by the writer\n"
 
 
-def prepare_script(flavour: Flavour) -> str:
-    """``prepare_import.py`` with ``flavour``'s names (CLI, data folder, database, document)."""
+def prepare_script(flavour: Flavour, round_trip: bool = False) -> str:
+    """``prepare_import.py`` with ``flavour``'s names (CLI, data folder, database, documents);
+    ``round_trip``: the session's model is a session of the lineage's own (kept where the
+    home configures no model)."""
     text = resources.files(__package__).joinpath("prepare_import.py").read_text("utf-8")
     names = {k: getattr(flavour, k) for k in ("label", "cli", "data", "db", "db_env", "document",
                                                  "children", "package")}  # fmt: skip
     filled = f"FLAVOUR: dict[str, str] = {json.dumps(names)}\n"
-    assert text.count(FLAVOUR_LINE) == 1, "prepare_import.py lost its FLAVOUR line"
-    return text.replace(FLAVOUR_LINE, filled)
+    flag = "\nROUND_TRIP = False\n"
+    if text.count(FLAVOUR_LINE) != 1 or flag not in text:
+        raise RuntimeError("prepare_import.py lost its FLAVOUR line or ROUND_TRIP flag")
+    return text.replace(FLAVOUR_LINE, filled).replace(flag, f"\nROUND_TRIP = {round_trip}\n", 1)
 
 
 class Ids:
@@ -512,7 +516,7 @@ def plan(
         children_written=tuple(children),
         resume_argv=[cli, "--session", sid],
         diagnostics=diags.to_models(),
-        prepare_script=prepare_script(flavour),
+        prepare_script=prepare_script(flavour, snapshot.source.harness in HARNESSES),
         try_home=None,  # a readout: the session exists once prepare.py imported it into a home
         notes=[
             f"{doc} is the document `{cli} export` prints; prepare.py installs it with "
@@ -522,8 +526,10 @@ def plan(
             "under the project of the directory it is imported in",
             "to try it in a scratch home first: python prepare.py --home DIR --cwd PROJECT, "
             f"then run {label} there with HOME and XDG_DATA_HOME under DIR",
-            "the messages name the model "
+            "the session names the model "
             + (f"{model[0]}/{model[1]}" if model else "of the source")
-            + "; pass -m provider/model when that model is not configured",
+            + f": prepare.py binds the model the home configures ({label} continues a session "
+            "with the session's model unless -m is given) and says so, or refuses by name; "
+            "--model PROVIDER/MODEL gives one",
         ],
     )

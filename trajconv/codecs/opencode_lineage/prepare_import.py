@@ -38,9 +38,14 @@ from urllib.parse import quote
 HERE = Path(__file__).resolve().parent
 FLAVOUR: dict[str, str] = {}  # filled by the writer
 CLI = FLAVOUR.get("cli", "opencode")
+LABEL = FLAVOUR.get("label", "OpenCode")
 DOCUMENT = FLAVOUR.get("document", "opencode-export.json")
 CHILDREN = FLAVOUR.get("children", "opencode-export-children")
 TIMEOUT = 600
+#: the session's model is the source's own (a session of the CLI's lineage: kept when the home
+#: configures no model), or another harness's (then a model must be configured, or given
+#: with --model)
+ROUND_TRIP = False
 
 
 def fail(code: int, message: str) -> NoReturn:
@@ -155,6 +160,102 @@ def cli(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
     return stdout
 
 
+def _without_comments(text: str) -> str:
+    """JSONC as JSON: ``//`` and ``/* */`` comments outside strings removed, and commas
+    before a closing bracket."""
+    out, i, n, in_str = [], 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            out.append(c)
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        else:
+            out.append(c)
+        i += 1
+    import re
+
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def configured_model(env: dict[str, str], cwd: Path) -> tuple[str, str] | None:
+    """The ``provider/model`` the CLI runs a session with when ``-m`` is not given, as this
+    home configures it, and where (OpenCode 1.18; Kilo 7.7 names them after itself):
+    ``OPENCODE_CONFIG_CONTENT``, the project's ``opencode.json[c]``, ``OPENCODE_CONFIG``, then
+    the global ``opencode.jsonc``, ``opencode.json``, ``config.json`` in
+    ``$XDG_CONFIG_HOME/opencode`` (the files its log says it loads; a later one overrides an
+    earlier)."""
+    data = FLAVOUR.get("data", "opencode")
+    config_dir = Path(env.get("XDG_CONFIG_HOME") or Path(env["HOME"]) / ".config") / data
+    var = CLI.upper()
+    places: list[tuple[str, str | None]] = [
+        (f"{var}_CONFIG_CONTENT", env.get(f"{var}_CONFIG_CONTENT"))
+    ]
+    files = [cwd / f"{CLI}.jsonc", cwd / f"{CLI}.json"]
+    if env.get(f"{var}_CONFIG"):
+        files.append(Path(env[f"{var}_CONFIG"]))
+    files += [config_dir / n for n in (f"{CLI}.jsonc", f"{CLI}.json", "config.json")]
+    for file in files:
+        try:
+            places.append((str(file), file.read_text("utf-8")))
+        except OSError:
+            continue
+    for where, text in places:
+        if not text:
+            continue
+        try:
+            data = json.loads(_without_comments(text))
+        except ValueError as exc:
+            fail(1, f"cannot read the {LABEL} config {where}: {exc}")
+        model = data.get("model") if isinstance(data, dict) else None
+        if isinstance(model, str) and "/" in model:
+            return model, where
+    return None
+
+
+def bind_model(doc: dict[str, Any], env: dict[str, str], cwd: Path, given: str | None) -> bool:
+    """Set the session's ``info.model`` (what ``<cli> run --session`` answers with when
+    ``-m`` is not given: a model the home does not have is "Unexpected server error") to
+    the model the home configures, or ``given``; keep the source's on a round trip when
+    the home configures none; refuse by name otherwise. True when it changed."""
+    current = doc["info"].get("model") or {}
+    named = f"{current.get('providerID')}/{current.get('id')}" if current else None
+    found = (given, "--model") if given else configured_model(env, cwd)
+    if found is None:
+        if ROUND_TRIP and named:
+            print(f"model {named} kept (the source session's; the home configures no model)")
+            return False
+        fail(
+            3,
+            f"refusing to install: the session names the model {named} of another "
+            f"harness and the home configures no {LABEL} model, so `{CLI} run --session` "
+            f'could not continue it; set "model" in ~/.config/{FLAVOUR.get("data", "opencode")}/'
+            f"{CLI}.json or pass --model PROVIDER/MODEL",
+        )
+    model, where = found
+    provider, name = model.split("/", 1)
+    if model == named:
+        print(f"model {model} kept ({where})")
+        return False
+    doc["info"]["model"] = {"id": name, "providerID": provider}
+    print(f"binds model {model} ({where}); the session named {named}")
+    return True
+
+
 def comparable(doc: dict[str, Any]) -> list[Any]:
     """The messages and parts as the CLI keeps them (import copies both as they are)."""
     return [[m["info"], m.get("parts") or []] for m in doc.get("messages") or []]
@@ -165,8 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, default=None, help="home to install into")
     parser.add_argument("--cwd", type=Path, default=None, help="directory to file it under")
     parser.add_argument(f"--{CLI}", dest="exe", default=None, help=f"the {CLI} CLI (default: PATH)")
+    parser.add_argument(
+        "--model", default=None, help="PROVIDER/MODEL to continue with (default: the home's)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     args = parser.parse_args(argv)
+    if args.model is not None and "/" not in args.model:
+        fail(2, f"--model {args.model}: give it as PROVIDER/MODEL")
     docs = check_files()
     doc = docs[0][1]
     sid = doc["info"]["id"]
@@ -183,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         fail(1, f"the {CLI} CLI is not on PATH; install {package} or pass --{CLI} PATH")
     if not cwd.is_dir():
         fail(1, f"{cwd} does not exist here; pass --cwd DIR (the session's project folder)")
+    bound = bind_model(doc, env, cwd, args.model)
     messages = len(doc.get("messages") or [])
     kids = f" and {len(docs) - 1} sub-agent sessions" if len(docs) > 1 else ""
     print(
@@ -192,12 +299,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print("dry run: nothing written")
         return 0
+    scratch = Path(tempfile.mkdtemp(prefix=f"trajconv-{CLI}-"))
     imported: list[str] = []
     try:
         for name, each in docs:
             each_id = each["info"]["id"]
+            document = HERE / name
+            if bound:  # the documents as bound (sub-agents too); the export is left as written
+                each["info"]["model"] = doc["info"]["model"]
+                document = scratch / f"{len(imported)}.json"
+                document.write_text(json.dumps(each, ensure_ascii=False), "utf-8")
             imported.append(each_id)  # removed again on a failure, even a partial import
-            out = cli(exe, ["import", str(HERE / name)], cwd, env)
+            out = cli(exe, ["import", str(document)], cwd, env)
             if f"Imported session: {each_id}" not in out:
                 raise RuntimeError(f"{CLI} import said: {out.strip()[-300:]}")
             back = json.loads(cli(exe, ["export", each_id], cwd, env))
@@ -213,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                 except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
                     fail(1, f"{exc}; removing the partial session {each_id} failed too: {undo}")
         fail(1, f"{exc}; nothing was kept")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     resume = [CLI, "--session", sid]
     print(f"installed; resume in {cwd} with: " + " ".join(shlex.quote(a) for a in resume))
     return 0

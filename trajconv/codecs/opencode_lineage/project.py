@@ -20,8 +20,10 @@ from trajconv.codecs.base import Limits, safe_component
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.opencode_lineage import Flavour
 from trajconv.codecs.opencode_lineage import store as native
+from trajconv.codecs.opencode_lineage.store import nonblank as _str
+from trajconv.codecs.opencode_lineage.store import time_of as _ms
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence, time_from_ms
+from trajconv.snapshot.builder import ArtifactWriter, SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 ROWS = "rows.jsonl"
@@ -37,16 +39,6 @@ class Located:
     path: Path
     """the database file, the ``storage`` folder, or the document"""
     session: str | None
-
-
-def _ms(value: Any) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _time(obj: Any, key: str = "start") -> str | None:

@@ -29,8 +29,10 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import SessionRef
+from trajconv.codecs.common import json_object
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
+from trajconv.snapshot.builder import time_from_ms
 
 JsonObj = dict[str, Any]
 
@@ -101,11 +103,18 @@ def article(name: str) -> str:
 
 
 def _parse(raw: bytes) -> JsonObj | None:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+    return json_object(raw)
+
+
+def time_of(value: Any) -> str | None:
+    """An epoch-milliseconds cell or field as a Snapshot time (``None`` unless positive)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return time_from_ms(value)
+    return None
+
+
+def nonblank(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _bytes(value: Any) -> bytes:
@@ -354,18 +363,6 @@ class ExportStore:
 Store = DbStore | JsonStore | ExportStore
 
 
-def _ms(value: object) -> str | None:
-    from trajconv.snapshot.builder import time_from_ms
-
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _nonblank(value: str) -> str | None:
-    return value if value.strip() else None
-
-
 def session_refs(db: Path, harness: str) -> list[SessionRef]:
     """The sessions of a database, newest first, as a listing shows them (children too)."""
     refs = []
@@ -384,10 +381,10 @@ def session_refs(db: Path, harness: str) -> list[SessionRef]:
                 harness=harness,
                 session_id=text(sid),
                 path=db,
-                title=_nonblank(text(title)) if title is not None else None,
-                cwd=_nonblank(text(directory)) if directory is not None else None,
-                created_at=_ms(created),
-                updated_at=_ms(updated),
+                title=nonblank(text(title)) if title is not None else None,
+                cwd=nonblank(text(directory)) if directory is not None else None,
+                created_at=time_of(created),
+                updated_at=time_of(updated),
                 size=int(size) if isinstance(size, int) else None,
             )
         )
