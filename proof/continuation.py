@@ -94,8 +94,12 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("context", "missing"): ("context-not-projected", "untranslated-system", "system-not-sent"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary", "reasoning-as-text"),
-    ("tool-call", "missing"): ("untranslated-pending-call",),
-    ("tool-result", "missing"): ("untranslated-orphan-result", "repeated-result-replayed"),
+    ("tool-call", "missing"): ("untranslated-pending-call", "untranslated-tool-call"),
+    ("tool-result", "missing"): (
+        "untranslated-orphan-result",
+        "repeated-result-replayed",
+        "untranslated-tool-result",
+    ),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
     ("tool-result", "text"): ("exit-status-in-text",),
 }

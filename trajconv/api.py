@@ -100,8 +100,8 @@ def _session_named(codec: Codec, path: Path, session: str, listed: list[SessionR
     """``--session`` as the id it names in a home or store: the id itself, or the one id it
     is a prefix of (as a positional prefix is taken); several is a usage error."""
     ids = sorted({r.session_id for r in listed})
-    if session in ids:
-        return session
+    if session in ids or not session:
+        return session  # an empty id is no prefix: the reader refuses it
     found = [i for i in ids if i.startswith(session)]
     if len(found) == 1:
         return found[0]
@@ -156,13 +156,12 @@ def reread(out_dir: str | Path, harness: str | None = None, session: str | None 
     """An export read back with its target's own reader: the session its manifest names
     under ``home/``, or the export folder itself for targets read from a readout.
     ``harness`` and ``session`` default to the manifest's target and session id."""
-    import json
-
     out = Path(out_dir)
-    manifest = json.loads((out / export_mod.MANIFEST).read_text("utf-8"))
-    c = registry.get(harness or manifest["target"])
-    for rel in manifest["session_paths"]:
-        installed = out / "home" / rel
+    file = out / export_mod.MANIFEST
+    manifest = export_mod.load_manifest(file)  # checked, its session paths kept in home/
+    c = registry.get(harness or manifest.target)
+    for rel in manifest.session_paths:
+        installed = export_mod.installed_path(out, rel, file)
         if installed.exists():
             return c.read(installed)
-    return c.read(out, session=session or manifest["session_id"])
+    return c.read(out, session=session or manifest.session_id)

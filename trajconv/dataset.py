@@ -120,7 +120,7 @@ def units_of(
         path = Path(source)
         if is_url(source) or (path.is_dir() and is_store(path)):
             found.update(_store_units(source))
-        elif path.is_file() and _is_snapshot_file(path):
+        elif path.is_file() and find.sniff_snapshot(path):
             snap = Unit("", "", str(path), "file").load()
             found.add(Unit(snap.source.harness, snap.session.id, str(path), "file"))
         elif path.exists():
@@ -148,12 +148,6 @@ def _store_units(location: str) -> Iterator[Unit]:
     with open_store(location) as store:
         for entry in store.sessions():
             yield Unit(entry["harness"], entry["session_id"], location, "store", entry["latest_id"])
-
-
-def _is_snapshot_file(path: Path) -> bool:
-    with path.open("rb") as handle:
-        head = handle.read(512)
-    return head.lstrip().startswith(b"{") and b'"trajconv.snapshot/' in head
 
 
 # -- one session as rows ---------------------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
-from trajconv.errors import NoSpaceError, RefusedError
+from trajconv.errors import NoSpaceError, RefusedError, UsageError
 from trajconv.snapshot.models import Snapshot
 from trajconv.store import is_url, open_store
 
@@ -319,7 +319,8 @@ def archive(
                     added = store.add(
                         snap, harness=c.name, session_id=ref.session_id, fingerprint=fp
                     )
-                except NoSpaceError as exc:  # no half entry: its files went, no row
+                except (NoSpaceError, UsageError) as exc:  # no half entry: no files, no row
+                    # (UsageError: a Snapshot whose source is not the session discover named)
                     summary.outcomes.append(
                         Outcome(c.name, ref.session_id, "failed", error=str(exc))
                     )

@@ -42,8 +42,8 @@ DROP_CODES: dict[str, tuple[str, ...]] = {
     "reasoning": ("untranslated-reasoning",),
     "system": ("untranslated-system",),
     "observation": ("untranslated-observation",),
-    "tool-call": ("untranslated-pending-call",),
-    "tool-result": ("untranslated-orphan-result",),
+    "tool-call": ("untranslated-pending-call", "untranslated-tool-call"),
+    "tool-result": ("untranslated-orphan-result", "untranslated-tool-result"),
     "user": ("untranslated-user", "untranslated-steering", "user-read-as-context"),
     "assistant": ("untranslated-assistant",),
 }

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from trajconv.errors import TrajconvError, UsageError
+from trajconv.find import same_dir
 
 INDEX_FORMAT = "trajconv.search/2"
 KINDS = ("user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation")
@@ -350,7 +351,7 @@ class Index:
         for harness, sid, title, updated, path, store, scwd, child, seq, kind, time, body in rows:
             if short and not all(t in body.casefold() for t in short):
                 continue
-            if cwd is not None and (scwd is None or not _same_dir(scwd, cwd)):
+            if cwd is not None and (scwd is None or not same_dir(scwd, cwd)):
                 continue
             snippet, marks = make_snippet(body, wanted) if snippets else ("", ())
             hits.append(
@@ -444,10 +445,6 @@ def _quoted(term: str) -> str:
 def _syntax_words(query: str) -> list[str]:
     words = [w.strip('"*()').casefold() for w in query.split()]
     return [w for w in words if w and w not in ("and", "or", "not", "near")]
-
-
-def _same_dir(a: str, b: str) -> bool:
-    return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
 def make_snippet(text: str, terms: Iterable[str]) -> tuple[str, tuple[tuple[int, int], ...]]:

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, merged_projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    merged_projection,
+    rebuilt,
+)
 from trajconv.codecs import registry
 from trajconv.codecs.base import CERTAIN, continuity
 from trajconv.codecs.jsonl import count_units
@@ -247,9 +254,8 @@ def test_prepare_installs_into_a_home_and_never_replaces(tmp_path: Path) -> None
 
 
 def test_the_writer_refuses_without_cwd_or_user_message(tmp_path: Path) -> None:
-    data = json.loads(io.dumps(_read("recorded-tool-failures")))
-    data["session"]["cwd"] = None
-    no_cwd = io.validate_document(data, "t")
+    snap = _read("recorded-tool-failures")
+    no_cwd = rebuilt(snap, session=snap.session.model_copy(update={"cwd": None}))
     with pytest.raises(RefusedError, match="no cwd"):
         trajconv.write(no_cwd, "qwen", tmp_path / "a")
     assert trajconv.write(no_cwd, "qwen", tmp_path / "b", cwd="/x").session_id

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import json
 import os
 import shlex
 import shutil
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from trajconv.cli.dataset import dataset as dataset_command
+from trajconv.cli.echo import echo, json_text
 from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
@@ -28,7 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json_text(value))
 
 
 def _complete_harness(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -130,9 +130,9 @@ def _print_diagnostics(read: Any = (), written: Any = ()) -> None:
     """Every command's diagnostics go to stderr, so stdout stays the result."""
     lines = _diag_lines(read, "read") + _diag_lines(written, "write")
     if lines:
-        click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
+        echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
         for line in lines:
-            click.echo(line, err=True)
+            echo(line, err=True)
 
 
 def _report_lossy(export: Any) -> None:
@@ -142,15 +142,15 @@ def _report_lossy(export: Any) -> None:
     found = [d for d in export.diagnostics if d.code in LOSSY_CODES]
     notes = [n for n in export.manifest.get("notes", []) if n.startswith("--allow-lossy")]
     if not found and not notes:
-        click.echo("--allow-lossy: nothing had to be left out", err=True)
+        echo("--allow-lossy: nothing had to be left out", err=True)
     for d in found:
         more = f" and {d.count - len(d.samples)} more" if d.count > len(d.samples) else ""
-        click.echo(
+        echo(
             f"--allow-lossy: {d.code} x{d.count} ({d.message}): {', '.join(d.samples)}{more}",
             err=True,
         )
     for note in notes:
-        click.echo(note, err=True)
+        echo(note, err=True)
 
 
 def _report_export(
@@ -174,17 +174,17 @@ def _report_export(
         return
     out = export.out_dir.resolve()
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
-    click.echo(f"wrote {export.target} session {export.session_id} to {out}")
-    click.echo(f"  snapshot:  {export.snapshot_id}")
+    echo(f"wrote {export.target} session {export.session_id} to {out}")
+    echo(f"  snapshot:  {export.snapshot_id}")
     if export.installable and not kept:
-        click.echo("  install:   now (--install); the export folder is removed after it")
-        click.echo(f"  resume:    {resume}")
+        echo("  install:   now (--install); the export folder is removed after it")
+        echo(f"  resume:    {resume}")
     elif export.installable:
-        click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
-        click.echo(f"  resume:    {resume}")
-        click.echo(f"  try first: {export.try_first()}")
+        echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
+        echo(f"  resume:    {resume}")
+        echo(f"  try first: {export.try_first()}")
     for note in export.manifest.get("notes", []):
-        click.echo(f"  note:      {note}")
+        echo(f"  note:      {note}")
     _print_diagnostics(snapshot.diagnostics if snapshot is not None else (), export.diagnostics)
 
 
@@ -248,18 +248,18 @@ class _Cli(click.Group):
                 raise KeyboardInterrupt
             return result
         except TrajconvError as exc:
-            click.echo(f"trajconv: error: {exc}", err=True)
+            echo(f"trajconv: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             # spools are removed as their owners unwind; an export is staged, never half
-            click.echo("trajconv: interrupted", err=True)
+            echo("trajconv: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             _quiet_stdout()  # the reader (`| head`) has all it wanted
             ctx.exit(0)
         except OSError as exc:  # a file the user named: a folder, unreadable, disk full
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
+            echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
             ctx.exit(1)
 
 
@@ -303,7 +303,7 @@ def codecs(as_json: bool, docs_dir: Path | None) -> None:
         from trajconv.codecs import formats
 
         for page in formats.write(docs_dir):
-            click.echo(f"wrote {page}", err=True)
+            echo(f"wrote {page}", err=True)
         return
 
     def line(r: dict[str, Any]) -> str:
@@ -334,7 +334,7 @@ def _rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, A
         _emit_json(rows)
         return
     for r in rows:
-        click.echo(line(r))
+        echo(line(r))
 
 
 def _harness_opt(
@@ -414,13 +414,13 @@ def read(
         io.write(snap, sys.stdout.buffer)
     else:
         _dump_snapshot(snap, output, force)
-        click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
+        echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
     _print_diagnostics(snap.diagnostics)
 
 
 def _say(note: str | None) -> None:
     if note is not None:
-        click.echo(note, err=True)
+        echo(note, err=True)
 
 
 @cli.command()
@@ -457,7 +457,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     if home is not None:
         argv += ["--home", str(home)]
     done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
-    click.echo(done.stdout, nl=False, err=as_json)
+    echo(done.stdout, nl=False, err=as_json)
     if done.returncode != 0:
         sys.exit(done.returncode)
 
@@ -641,13 +641,13 @@ def verify(file: Path, as_json: bool) -> None:
             if report.children
             else ""
         )
-        click.echo(
+        echo(
             f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts"
             f"{kids})"
         )
     else:
         for p in report.problems:
-            click.echo(f"{file}: {p}", err=True)
+            echo(f"{file}: {p}", err=True)
     if not report.ok:
         sys.exit(1)
 
@@ -753,9 +753,7 @@ def schema() -> None:
     """Print the JSON Schema of the Snapshot format (trajconv.snapshot/1)."""
     from importlib import resources
 
-    click.echo(
-        resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False
-    )
+    echo(resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False)
 
 
 @cli.command()
@@ -789,7 +787,7 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
         raise UsageError("--grep: give some text to look for")
     holding, done = search.sessions_holding(listing, text)
     for who, reason in done.skipped:
-        click.echo(f"# --grep skipped {who}: {reason}", err=True)
+        echo(f"# --grep skipped {who}: {reason}", err=True)
     low = text.casefold()
     return [
         r
@@ -848,16 +846,16 @@ def discover(
         _emit_json({"coverage": listing.coverage, "sessions": rows})
         return
     if rows:
-        click.echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
+        echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
     for r in rows:
         title = r["title"] or "-"
         title = title if len(title) <= 30 else title[:29] + "…"
-        click.echo(
+        echo(
             f"{r['harness']:<10} {r['session_id']:<40} "
             f"{r['updated_at'] or r['created_at'] or '-':<24} {title:<30} {r['path']}"
         )
     for line in find.coverage_lines(listing.coverage, verbose):
-        click.echo(line, err=True)
+        echo(line, err=True)
 
 
 @cli.command()
@@ -895,9 +893,9 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
             _emit_json({"ok": not problems, "problems": problems})
         else:
             for p in problems:
-                click.echo(f"parity: {p}", err=True)
+                echo(f"parity: {p}", err=True)
             if not problems:
-                click.echo("parity evidence is current")
+                echo("parity evidence is current")
         if problems:
             sys.exit(1)
         return
@@ -916,7 +914,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
             )
         parity_mod.write(data)
         lost = sum(1 for p in data["pairs"] if any(v["lost"] for v in p["kinds"].values()))
-        click.echo(
+        echo(
             f"wrote {parity_mod.EVIDENCE / 'parity.json'} and matrix.md "
             f"({len(data['pairs'])} pair runs, {lost} with losses)",
             err=True,
@@ -926,7 +924,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if as_json:
         _emit_json(data)
         return
-    click.echo(parity_mod.render_markdown(data), nl=False)
+    echo(parity_mod.render_markdown(data), nl=False)
 
 
 def _verify_store(store: Path | str, as_json: bool) -> None:
@@ -936,16 +934,16 @@ def _verify_store(store: Path | str, as_json: bool) -> None:
     if as_json:
         _emit_json(report.to_json())
     elif report.ok:
-        click.echo(
+        echo(
             f"ok {store}: {report.snapshots} Snapshots, {report.artifacts} artifacts, "
             f"{report.index_rows} index rows, {report.sessions} sessions"
         )
     else:
         for p in report.problems:
-            click.echo(f"{store}: {p}", err=True)
+            echo(f"{store}: {p}", err=True)
     if not as_json:
         for note in report.notes:
-            click.echo(f"# note: {note}", err=True)
+            echo(f"# note: {note}", err=True)
     if not report.ok:
         sys.exit(1)
 
@@ -1099,21 +1097,21 @@ def archive_run(
         _emit_json(summary.to_json())
     else:
         counts = summary.counts
-        click.echo(
+        echo(
             f"archived {len(summary.outcomes)} sessions into {store} in {summary.seconds:.2f} s: "
             + ", ".join(f"{k} {v}" for k, v in counts.items())
         )
-        click.echo(
+        echo(
             f"  wrote {summary.snapshots_written} Snapshots, {summary.artifacts_written} "
             f"artifacts ({summary.bytes_written} bytes)"
         )
         for o in summary.outcomes:
             if o.status in ("extends", "diverged"):
-                click.echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
+                echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
         for line in find.coverage_lines(summary.coverage, verbose):
-            click.echo(line, err=True)
+            echo(line, err=True)
     for o in summary.failed:
-        click.echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
+        echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
     if not summary.ok:
         sys.exit(1)
 
@@ -1135,7 +1133,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
                 _emit_json(sessions)
                 return
             for s in sessions:
-                click.echo(
+                echo(
                     f"{s['harness']:<10} {s['session_id']:<40} {s['snapshots']:>3} snapshot(s)  "
                     f"{s['latest_relation']:<9} {s['records']:>6} records  {s['archived_at']}"
                 )
@@ -1148,7 +1146,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
         return
     for r in rows:
         facts = "  (session facts changed)" if r.facts_changed else ""
-        click.echo(
+        echo(
             f"{r.archived_at}  {r.relation:<9} {r.snapshot_id}  {r.records:>6} records  "
             f"{r.harness}{facts}"
         )
@@ -1184,7 +1182,7 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
         if as_json:
             _emit_json(done.to_json())
             return
-        click.echo(
+        echo(
             f"exported {store} to {file} as Parquet: {done.sessions} sessions, "
             f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)"
         )
@@ -1195,7 +1193,7 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
     if as_json:
         _emit_json(moved.to_json())
         return
-    click.echo(
+    echo(
         f"exported {store} to {file}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows)"
     )
@@ -1213,7 +1211,7 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
     if as_json:
         _emit_json(moved.to_json())
         return
-    click.echo(
+    echo(
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )

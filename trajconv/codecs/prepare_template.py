@@ -12,7 +12,9 @@ plan and writes nothing.
 
 Writes walk from the home one folder at a time, each opened relative to the
 one before without following a symlink (``dir_fd``, ``O_NOFOLLOW``), so a folder
-replaced by a symlink after the checks cannot send a file outside the home.
+replaced by a symlink after the checks cannot send a file outside the home. A run that
+cannot finish (a full disk, a symlink found on the way) removes what it wrote and
+exits 1 naming the path; a temporary file a killed run left never blocks a rerun.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
+
+from trajconv.codecs.prepare_safe import (  # prepare: inline
+    Undo,
+    UnsafeHome,
+    clear_stale,
+    file_chunks,
+    open_folder,
+    write_file,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,49 +58,6 @@ def inside(home: Path, rel: str) -> Path:
     if target.is_symlink():
         fail(1, f"refusing {rel!r}: {target} is a symlink")
     return target
-
-
-NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
-
-
-def folder(home: Path, parts: tuple[str, ...], mode: int | None = None) -> int:
-    """An fd of ``home/parts``, each folder opened (or made) relative to the one before
-    and never through a symlink: one put there after the checks fails here. ``mode``:
-    that of the last folder when it is made."""
-    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
-    where = home
-    for i, part in enumerate(parts):
-        where = where / part
-        try:
-            try:
-                next_fd = os.open(part, NOFOLLOW_DIR, dir_fd=fd)
-            except FileNotFoundError:
-                os.mkdir(part, dir_fd=fd)
-                next_fd = os.open(part, NOFOLLOW_DIR, dir_fd=fd)
-                if mode is not None and i == len(parts) - 1:
-                    os.fchmod(next_fd, mode)
-        except OSError as exc:
-            os.close(fd)
-            fail(1, f"refusing to write under {where}: {exc.strerror} (a symlink or not a folder)")
-        os.close(fd)
-        fd = next_fd
-    return fd
-
-
-def install(fd: int, src: Path, name: str, mode: int, dst: Path) -> None:
-    """Copy ``src`` to ``name`` in the folder ``fd`` via a temporary name, no symlink
-    followed."""
-    tmp = f".{name}.prepare-tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        out = os.open(tmp, flags, 0o600, dir_fd=fd)
-    except OSError as exc:
-        fail(1, f"refusing to write {dst}: {exc.strerror}")
-    with src.open("rb") as fin, os.fdopen(out, "wb") as fout:
-        for chunk in iter(lambda: fin.read(1 << 20), b""):
-            fout.write(chunk)
-        os.fchmod(fout.fileno(), mode)
-    os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
 
 
 def digest(path: Path) -> tuple[str, int]:
@@ -120,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             fail(1, f"{entry['path']}: sha256/size do not match the manifest")
     for rel in manifest["session_paths"]:
         target = inside(home, rel)
-        if target.exists():
+        if not clear_stale(target):  # a killed run's temporary files do not count
             fail(3, f"refusing to replace existing session at {target}")
     plan = [
         (HERE / e["path"], inside(home, e["path"][len("home/") :]), int(e["mode"], 8))
@@ -131,16 +99,30 @@ def main(argv: list[str] | None = None) -> int:
     for _src, dst, mode in plan:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
-        home.mkdir(parents=True, exist_ok=True)  # a fresh --home, as before: made, not opened
-        for path, mode in dirs:
-            os.close(folder(home, path.relative_to(home).parts, mode))
-        for src, dst, mode in plan:
-            parts = dst.relative_to(home).parts
-            fd = folder(home, parts[:-1])
-            try:
-                install(fd, src, parts[-1], mode, dst)
-            finally:
-                os.close(fd)
+        undo = Undo(home)
+        where = home
+        try:
+            home.mkdir(parents=True, exist_ok=True)  # a fresh --home, as before: made, not opened
+            for path, mode in dirs:
+                where = path
+                os.close(open_folder(home, path.relative_to(home).parts, mode, undo))
+            for src, dst, mode in plan:
+                where = dst
+                parts = dst.relative_to(home).parts
+                fd = open_folder(home, parts[:-1], None, undo)
+                try:
+                    write_file(fd, parts[-1], file_chunks(src), mode, undo, parts)
+                finally:
+                    os.close(fd)
+        except UnsafeHome as exc:
+            undo.rollback()
+            fail(1, f"refusing to write under {where}: {exc}; nothing was installed")
+        except OSError as exc:
+            undo.rollback()
+            fail(1, f"cannot write {where}: {exc.strerror or exc}; nothing was installed")
+        except BaseException:
+            undo.rollback()
+            raise
     resume = manifest["resume"]["argv"]
     print(
         ("dry run: nothing written; " if args.dry_run else "installed; ")

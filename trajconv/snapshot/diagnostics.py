@@ -149,6 +149,12 @@ _CODES: tuple[Code, ...] = (
         units=False,
     ),
     _r(
+        "symlink-skipped",
+        "warning",
+        "file beside the session that is a symbolic link (it may point anywhere): not read",
+        units=False,
+    ),
+    _r(
         "ids-not-unique",
         "info",
         "native ids repeat, so record ids come from positions",
@@ -215,6 +221,18 @@ _CODES: tuple[Code, ...] = (
     ),
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
+    _w(
+        "untranslated-tool-call",
+        "warning",
+        "a tool call the target holds as text shown to the user only (a text-only history): "
+        "its model is not sent it",
+    ),
+    _w(
+        "untranslated-tool-result",
+        "warning",
+        "a tool result the target holds as text shown to the user only (a text-only history): "
+        "its model is not sent it",
+    ),
     _w(
         "system-not-sent",
         "info",
@@ -365,6 +383,8 @@ class Diagnostics:
             return
         self._counts[code] = self._counts.get(code, 0) + count
         if name is not None:
+            if type(name) is not str:  # a native kind that is a number or a list (issue 34)
+                name = repr(name)[:40]
             names = self._names.setdefault(code, {})
             if name in names or len(names) < MAX_NAMES:
                 names[name] = names.get(name, 0) + count

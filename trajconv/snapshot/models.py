@@ -25,7 +25,20 @@ from trajconv.snapshot.blob import Blob
 
 FORMAT = "trajconv.snapshot/1"
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
-TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+_CLOCK = r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MONTH_DAY = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+TIME_PATTERN = rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29){_CLOCK}$"
+"""A real UTC instant with milliseconds, years 0001-9999 (what ``datetime`` can hold):
+the calendar is in the pattern (issue 34: ``2026-13-45T25:61:61`` and ``2026-02-30``
+passed ``verify`` and crashed writers), so the published schema refuses them too."""
+CODEC_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+"""The shape of a codec name (``source.harness``): no markup, no control characters."""
 
 Time = Annotated[str, Field(pattern=TIME_PATTERN)]
 Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
@@ -38,7 +51,7 @@ class _Model(BaseModel):
 class Source(_Model):
     """Where the Snapshot was read; ``locator`` is relative to the native home."""
 
-    harness: str
+    harness: Annotated[str, Field(pattern=CODEC_NAME_PATTERN)]
     harness_version: str | None
     session_id: str
     locator: str

@@ -54,7 +54,7 @@ def load_input(location: str | Path, session: str | None = None) -> Snapshot:
                 "(trajconv archive log STORE lists them)"
             )
         with open_store(location) as store:
-            return store.load(store.resolve(session))
+            return local.load_ref(store, session, location)
     return local.load_input(Path(location), session)
 
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Annotated, Any, BinaryIO, Literal
+from typing import IO, Annotated, Any, BinaryIO, Literal, Protocol
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -474,6 +474,7 @@ class Store:
         """
         if not self.writable:
             raise UsageError(f"{self.root} was opened read-only")
+        check_label(snapshot, harness, session_id, self.root)
         hexid = id_hex(snapshot.id)
         latest = self.latest(harness, session_id)
         previous = self._checked(latest.snapshot_id) if latest is not None else None
@@ -665,6 +666,49 @@ class Store:
         return verify_store(self.root)
 
 
+def unbound_row(row: IndexRow, source: Mapping[str, Any]) -> str | None:
+    """Why an index row does not belong to its Snapshot, or ``None``: a row names the
+    harness and session its Snapshot was read from (issue 34: a row relabelled with
+    another session id served that Snapshot as the victim's)."""
+    harness, session_id = source.get("harness"), source.get("session_id")
+    if (row.harness, row.session_id) == (harness, session_id):
+        return None
+    return (
+        f"names {row.harness} session {row.session_id!r}, but its Snapshot {row.snapshot_id} "
+        f"is of {harness} session {session_id!r}: the index was changed"
+    )
+
+
+def check_label(snapshot: Snapshot, harness: str, session_id: str, where: object) -> None:
+    """Refuse to index ``snapshot`` under a harness or session that is not its own: a row
+    is bound to its Snapshot (:func:`unbound_row`), whoever writes it."""
+    src = snapshot.source
+    if (src.harness, src.session_id) != (harness, session_id):
+        raise UsageError(
+            f"{where}: Snapshot {snapshot.id} is of {src.harness} session {src.session_id!r}, "
+            f"not {harness} session {session_id!r}; refusing to index it so"
+        )
+
+
+class _Indexed(Protocol):
+    def resolve(self, ref: str) -> str: ...
+    def rows(self, session: str | None = None, harness: str | None = None) -> list[IndexRow]: ...
+    def load(self, snapshot_id: str) -> Snapshot: ...
+
+
+def load_ref(store: _Indexed, ref: str, where: object) -> Snapshot:
+    """The Snapshot a session id, Snapshot id or prefix names in a store, refused when an
+    index row that points at it names another harness or session than its own."""
+    snapshot_id = store.resolve(ref)
+    snap = store.load(snapshot_id)
+    source = snap.source.model_dump(mode="json")
+    for row in store.rows():
+        problem = unbound_row(row, source) if row.snapshot_id == snapshot_id else None
+        if problem is not None:
+            raise VerifyError(f"{where}: {INDEX} row {problem}")
+    return snap
+
+
 def find_store(path: Path) -> Path | None:
     """The store holding ``path`` (a file under ``STORE/snapshots/``), if any."""
     parent = Path(path).resolve().parent
@@ -686,7 +730,7 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
                     f"{path} is a store; pick a session or Snapshot with --session ID "
                     "(trajconv archive log STORE lists them)"
                 )
-            return store.load(store.resolve(session))
+            return load_ref(store, session, path)
     # a file trajconv wrote, one record at a time (a stored one's artifacts are beside
     # it, in its store)
     streamed = load_streamed(path, stored=artifact_check(path))
@@ -942,6 +986,10 @@ def verify_store(root: Path) -> StoreReport:
             report.problems.append(f"{where}: unknown relation {row.relation!r}")
             continue
         current, path = stored
+        bound = unbound_row(row, current.source)
+        if bound is not None:
+            report.problems.append(f"{where}: {bound}")
+            continue
         if row.records != current.records or row.last_hash != current.last_hash:
             report.problems.append(f"{where}: records/last hash differ from the Snapshot")
         prev = docs.get(row.previous_id) if row.previous_id else None

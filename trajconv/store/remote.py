@@ -58,6 +58,7 @@ from trajconv.store.local import (
     StoreReport,
     _artifact_copy,
     _checked_doc,
+    check_label,
     checked_of,
     id_hex,
     relation_of,
@@ -348,6 +349,7 @@ class ObjectStore:
         """Upload the artifacts and the document if absent, then the index object last."""
         if not self.writable:
             raise UsageError(f"{self.url} was opened read-only")
+        check_label(snapshot, harness, session_id, self.url)
         hexid = id_hex(snapshot.id)
         written = nbytes = 0
         for art in snapshot.artifacts:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from trajconv.cli.echo import echo
 from trajconv.codecs.base import Limits
 from trajconv.errors import RefusedError, UsageError
 from trajconv.views import chunks, diff, load, model
@@ -57,7 +58,7 @@ def show(
         return
     if output is not None:
         _write(output, chunks(fam, fmt, full=full))
-        click.echo(f"wrote {output} ({fmt}, {len(fam.snapshot.records)} records)", err=True)
+        echo(f"wrote {output} ({fmt}, {len(fam.snapshot.records)} records)", err=True)
         return
     if fmt == "text" and interactive():
         width = shutil.get_terminal_size().columns
@@ -131,7 +132,7 @@ def _show_diff(
         text = diff.render_text(d, width=width, color=color)
     if output is not None:
         _write(output, [text])
-        click.echo(f"wrote {output} ({diff.summary(d)})", err=True)
+        echo(f"wrote {output} ({diff.summary(d)})", err=True)
     else:
         click.echo(text, nl=False)
 

@@ -384,7 +384,7 @@ def render_markdown(d: Diff) -> str:
 
 
 def render_html(d: Diff) -> str:
-    from trajconv.views.html import CSP, _asset
+    from trajconv.views.html import NO_SCRIPT_CSP, _asset
 
     def e(text: str) -> str:
         return html.escape(model.inert(text), quote=True)
@@ -398,7 +398,7 @@ def render_html(d: Diff) -> str:
     )
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{NO_SCRIPT_CSP}">'
         f"<title>trajconv diff</title><style>{_asset('page.css')}"
         ".d-dropped td{background:rgba(220,38,38,.08)}.d-added td{background:rgba(22,163,74,.08)}"
         ".d-changed td{background:rgba(202,138,4,.08)}.lost td:last-child{color:var(--bad);"

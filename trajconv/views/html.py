@@ -12,11 +12,16 @@ Inert by construction: every session text is in JSON data (``<`` written ``\\u00
 so no ``</script>`` can end a block) and the script puts it in the page with
 ``textContent`` only, never as HTML; :func:`model.inert` makes ANSI escapes and
 bidi controls visible first. A Content-Security-Policy of ``default-src 'none'``
-forbids every fetch, so even a bug cannot reach the network.
+forbids every fetch, so even a bug cannot reach the network, and its ``script-src``
+names the sha256 of the page's own two scripts (:data:`SCRIPTS`) and nothing else: an
+inline script or event handler that escaped into the page (issue 34) does not run.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
 import html
 from collections.abc import Iterator
 from importlib import resources
@@ -52,10 +57,24 @@ KIND_LETTERS = {
     "system": "s",
     "observation": "b",
 }
-CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+START = "trajconvStart()"
+"""The page's second script: called after the first data block, it shows the first window."""
+NO_SCRIPT_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
+"""The policy of a page with no script of its own (the diff page)."""
+
+
+def _script_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+@functools.cache
+def csp() -> str:
+    """The page's policy: only its own scripts (by hash) run, no inline handler, no fetch."""
+    hashes = " ".join(_script_hash(s) for s in (_asset("page.js"), START))
+    return NO_SCRIPT_CSP.replace("script-src 'none'", f"script-src {hashes}")
 
 
 def render(family: Family | Snapshot) -> str:
@@ -77,7 +96,7 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     members = _members(fam)
     yield (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp()}">'
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f"<meta name=generator content=trajconv><title>{_e(model.title(snap))}</title>"
         f"<style>{_asset('page.css')}</style></head><body>\n"
@@ -195,7 +214,7 @@ def _verify(snap: Snapshot) -> str:
     )
     return (
         "<section id=verify><h2>Verify</h2><p>This page shows Snapshot "
-        f"<code>{_e(snap.id)}</code> ({snap.source.harness} session "
+        f"<code>{_e(snap.id)}</code> ({_e(snap.source.harness)} session "
         f"<code>{_e(snap.session.id)}</code>). The page itself proves nothing; the Snapshot "
         "file does. <code>trajconv verify SNAPSHOT.json</code> recomputes each record's "
         "sha256 over its RFC&nbsp;8785 canonical JSON, chained to the previous one, and the "
@@ -325,7 +344,7 @@ def _block(name: str, items: list[bytes], start: bool = False) -> str:
     body = b"[" + b",".join(items) + b"]"
     block = f'<script type="application/json" id="{name}">{_safe(body)}</script>\n'
     # after the session's first block, the page can show its first window
-    return block + ("<script>trajconvStart()</script>\n" if start else "")
+    return block + (f"<script>{START}</script>\n" if start else "")
 
 
 def _json_block(name: str, value: Any) -> str:

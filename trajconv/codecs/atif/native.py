@@ -57,6 +57,33 @@ def problem(doc: Any, where: str = "") -> str | None:
     return None
 
 
+def step_problem(step: Any, i: int, where: str = "") -> str | None:
+    """The first reason step ``i`` of a document read a step at a time is not valid, as
+    :func:`problem` names it for the whole document (``atif``'s step model, the
+    trajectory's sequential ``step_id`` rule, a ``source_call_id`` of its own step)."""
+    import atif
+
+    try:
+        atif.Step.model_validate(step)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return f"{where}{_where(('steps', i, *first['loc']))}: {first['msg']}"
+    if step["step_id"] != i + 1:
+        return (
+            f"{where}document: Value error, steps[{i}].step_id={step['step_id']} is not "
+            f"sequential; expected {i + 1}."
+        )
+    calls = {c["tool_call_id"] for c in step.get("tool_calls") or ()}
+    for j, res in enumerate((step.get("observation") or {}).get("results") or ()):
+        ref = res.get("source_call_id")
+        if ref is not None and ref not in calls:
+            return (
+                f"{where}steps[{i}].observation.results[{j}].source_call_id: {ref!r} is "
+                f"not a tool call of step {step['step_id']}"
+            )
+    return None
+
+
 def text_of(content: Any) -> tuple[str, list[Json]]:
     """A message or result content as text: a string as it is, a part list's text parts
     joined; also the parts that are not text (images, audio: ``{type, source}``)."""

@@ -405,17 +405,26 @@ def _side(number: int, obj: dict[str, Any], d: Diagnostics, name: str) -> None:
         d.add("unknown-kind", place, name=kind)
 
 
+def _links_skipped(links: list[Path], base: Path, b: SnapshotBuilder) -> None:
+    for link in links:
+        b.diagnostics.add("symlink-skipped", link.relative_to(base).as_posix())
+
+
 def _subagent_meta(path: Path, b: SnapshotBuilder) -> None:
-    meta = path.with_name(path.stem + layout.META_SUFFIX)
-    if meta.is_file():
+    links: list[Path] = []
+    meta = layout.sidecar(path.with_name(path.stem + layout.META_SUFFIX), links)
+    if meta is not None:
         b.add_artifact(meta.name, "application/json", read_bounded(meta, 16 * 1024**2))
+    _links_skipped(links, path.parent, b)
 
 
 def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> list[_Sub]:
     """The sub-agent transcripts beside a main transcript, kept byte for byte (to be read
-    as children of the session once its calls are known)."""
+    as children of the session once its calls are known); a symlinked one is not read
+    but named (``symlink-skipped``)."""
     found = []
-    for sub in layout.subagent_files(path):
+    links: list[Path] = []
+    for sub in layout.subagent_files(path, links):
         rel = f"{layout.SUBAGENTS}/{sub.name}"
         budget += sub.stat().st_size
         limits.check("max_session_bytes", budget, sub)
@@ -428,9 +437,9 @@ def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> li
             "max_session_bytes",
             utf8=utf8.verdict,
         )
-        meta = sub.with_name(sub.stem + layout.META_SUFFIX)
+        meta = layout.sidecar(sub.with_name(sub.stem + layout.META_SUFFIX), links)
         call_id = None
-        if meta.is_file():
+        if meta is not None:
             kept = b.add_artifact(
                 f"{layout.SUBAGENTS}/{meta.name}",
                 "application/json",
@@ -439,6 +448,7 @@ def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> li
             call_id = native.spawning_call(kept.read())
         assert blob.whole_file is not None
         found.append(_Sub(sub, rel, blob.whole_file, utf8, call_id))
+    _links_skipped(links, path.parent, b)
     return found
 
 

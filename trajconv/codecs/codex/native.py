@@ -78,6 +78,8 @@ def is_person_prompt(payload: dict[str, Any], text: str) -> bool:
     """
     meta = payload.get("internal_chat_message_metadata_passthrough")
     kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    if isinstance(kinds, list):  # names only: a list or object in it is no kind (issue 34)
+        kinds = [k for k in kinds if isinstance(k, str)]
     if isinstance(kinds, list) and set(kinds) - {"unknown"}:
         return "user.text" in kinds
     # no kinds, or only "unknown" (what 0.171 sends for items of a file that had none)

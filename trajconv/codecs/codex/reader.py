@@ -286,12 +286,16 @@ class _Projector:
 
     def event(self, number: int, p: dict[str, Any], time: str | None) -> None:
         ptype = p.get("type")
+        if not isinstance(ptype, str):  # a type that is no name is an unknown kind
+            ptype = repr(ptype)[:40]
         nk = f"{native.EVENT_MSG}:{ptype}"
         place = self.place(number)
         if ptype == "item_completed":
             item = p.get("item") if isinstance(p.get("item"), dict) else {}
             assert isinstance(item, dict)
             itype = item.get("type")
+            if not isinstance(itype, str):
+                itype = repr(itype)[:40]
             if itype in native.ITEM_STATUS and isinstance(item.get("id"), str):
                 code = item.get("exit_code")
                 status = item.get("status")

@@ -369,7 +369,7 @@ def _read_writes(t: _Thread, line: _Line) -> dict[int, list[_Occ]]:
     group: list[tuple[tuple[str, str, int], list[_Occ]]] = []
     group_at = -1
     with t.b.artifact_writer(WRITES_ART, _NDJSON) as out:
-        for number, w in enumerate(native.write_rows(t.conn, t.tid), start=1):
+        for number, w in enumerate(native.write_rows(t.conn, t.tid, t.budget.db), start=1):
             t.budget.take(len(w.value))
             out.write(_write_line(w))
             where = f"{WRITES_ART}:{number}"

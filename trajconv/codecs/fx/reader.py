@@ -818,7 +818,7 @@ class _FrameLifter:
             raise FormatError(layout.EVENTS, f"{f.kind} without text", line=f.line)
         return text
 
-    def _in_turn(self, f: native.FxFrame, time: str, place: str) -> None:
+    def _in_turn(self, f: native.FxFrame, time: str | None, place: str) -> None:
         body = f.body
         if f.kind == native.STEERING:
             self.b.add_text(
@@ -890,7 +890,7 @@ class _FrameLifter:
             )
         return data
 
-    def _result(self, f: native.FxFrame, time: str, place: str) -> None:
+    def _result(self, f: native.FxFrame, time: str | None, place: str) -> None:
         body = f.body
         data = self._body(f)
         call_id = body.get("call_id")

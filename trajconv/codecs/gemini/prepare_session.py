@@ -33,6 +33,15 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from trajconv.codecs.prepare_safe import (  # prepare: inline
+    Undo,
+    UnsafeHome,
+    exists_in,
+    file_chunks,
+    open_folder,
+    write_file,
+)
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -67,6 +76,10 @@ def project_folder(gemini: Path, cwd: str, slug: str) -> str:
     if not isinstance(projects, dict):
         projects = {}
     named = projects.get(cwd)
+    if isinstance(named, str) and not plain_name(named):
+        # the home's own file is not trusted to say where to write (issue 34: an absolute
+        # path or ../../.. sent the install outside --home)
+        fail(1, f"refusing: {gemini / 'projects.json'} maps {cwd} to {named!r}, not a folder name")
     if isinstance(named, str) and owner(gemini / "tmp" / named) in (None, cwd):
         return named
     tmp = gemini / "tmp"
@@ -82,6 +95,11 @@ def project_folder(gemini: Path, cwd: str, slug: str) -> str:
         found = owner(tmp / candidate)
         if candidate not in taken and found in (None, cwd):
             return candidate
+
+
+def plain_name(name: str) -> bool:
+    """One folder name: no separator, not ``.`` or ``..``, no NUL."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0")
 
 
 #: the CLI's retention units (``parseRetentionPeriod``)
@@ -163,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     cwd = (HERE / marker["path"]).read_text("utf-8")
     slug = Path(marker["path"]).parts[3]
     folder = project_folder(gemini, cwd, slug)
+    if not plain_name(folder):
+        fail(1, f"refusing: project folder {folder!r} is not a folder name")
     name = Path(session["path"]).name
     chats = gemini / "tmp" / folder / "chats"
     for path in (gemini / "tmp" / folder, chats):
@@ -196,19 +216,34 @@ def main(argv: list[str] | None = None) -> int:
     for _src, dst, mode in plan:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
-        for src, dst, mode in plan:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(f".{dst.name}.prepare-tmp")
-            with src.open("rb") as fin, open(tmp, "xb") as fout:
-                for chunk in iter(lambda: fin.read(1 << 20), b""):
-                    fout.write(chunk)
-                if dst == target:
-                    fout.write(touch)
-            os.chmod(tmp, mode)
-            if dst.exists():
-                tmp.unlink()
-                fail(3, f"refusing to replace existing file {dst}")
-            os.replace(tmp, dst)
+        undo = Undo(home)
+        where = home
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            for src, dst, mode in plan:
+                where = dst
+                parts = dst.relative_to(home).parts
+                fd = open_folder(home, parts[:-1], None, undo)
+                try:
+                    if exists_in(fd, parts[-1]):
+                        raise FileExistsError(parts[-1])
+                    tail = touch if dst == target else b""
+                    write_file(fd, parts[-1], file_chunks(src, tail=tail), mode, undo, parts,
+                               replace=False)  # fmt: skip
+                finally:
+                    os.close(fd)
+        except FileExistsError:
+            undo.rollback()
+            fail(3, f"refusing to replace existing file {where}")
+        except UnsafeHome as exc:
+            undo.rollback()
+            fail(1, f"refusing to write under {where}: {exc}; nothing was installed")
+        except OSError as exc:
+            undo.rollback()
+            fail(1, f"cannot write {where}: {exc.strerror or exc}; nothing was installed")
+        except BaseException:
+            undo.rollback()
+            raise
     if max_age is not None:
         print(WARNING.replace("SETTINGS", str(gemini / "settings.json")), file=sys.stderr)
     resume = manifest["resume"]["argv"]

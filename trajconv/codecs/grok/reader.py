@@ -441,6 +441,9 @@ def _parent_from_meta(sdir: Path, sid: str, b: SnapshotBuilder) -> str | None:
     if root.name != layout.SESSIONS:
         return None
     for meta_path in sorted(root.glob(f"*/*/subagents/{sid}/meta.json")):
+        rel = meta_path.relative_to(root)
+        if any((root / Path(*rel.parts[: i + 1])).is_symlink() for i in range(len(rel.parts))):
+            continue  # a link is not followed (issue 34): it may point anywhere
         try:
             data = meta_path.read_bytes()
             meta = orjson.loads(data)

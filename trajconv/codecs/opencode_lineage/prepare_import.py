@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
 
+from trajconv.codecs.prepare_safe import UnsafeHome, open_folder  # prepare: inline
+
 HERE = Path(__file__).resolve().parent
 FLAVOUR: dict[str, str] = {}  # filled by the writer
 CLI = FLAVOUR.get("cli", "opencode")
@@ -299,6 +301,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print("dry run: nothing written")
         return 0
+    if home is not None:
+        # the home's folders the CLI writes to are made here, none through a symlink (the
+        # CLI's own writes follow what it finds; a symlink in the home is refused first)
+        data = FLAVOUR.get("data", "opencode")
+        for rel in (f".local/share/{data}", f".local/state/{data}", f".config/{data}"):
+            try:
+                home.mkdir(parents=True, exist_ok=True)
+                os.close(open_folder(home, tuple(rel.split("/"))))
+            except UnsafeHome as exc:
+                fail(1, f"refusing to write under {home}: {exc}")
+            except OSError as exc:
+                fail(1, f"cannot write {home / rel}: {exc.strerror or exc}")
     scratch = Path(tempfile.mkdtemp(prefix=f"trajconv-{CLI}-"))
     imported: list[str] = []
     try:

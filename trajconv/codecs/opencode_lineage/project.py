@@ -479,6 +479,9 @@ def _read(located: Located, limits: Limits, flavour: Flavour) -> Snapshot:
         children = store.children()
         if children:
             b.add_artifact("children.json", "application/json", orjson.dumps(children))
+        if isinstance(store, native.JsonStore):
+            for link in dict.fromkeys(store.links):
+                b.diagnostics.add("symlink-skipped", f"{native.STORAGE}/{link}")
         b.session = _session(info, sid, p.model)
         _children(b, store, located, limits, flavour, p, {sid}, 0)
     return b.build()

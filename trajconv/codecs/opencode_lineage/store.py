@@ -94,7 +94,8 @@ class Unit:
     raw: bytes
     place: str
     """``message:<id>`` / ``part:<id>`` (database), a file (storage), a JSON path (export)"""
-    time_created: int | None = None
+    time_created: int | float | str | None = None
+    """the cell as SQLite holds it (a blob as text): checked where it is used"""
 
 
 def article(name: str) -> str:
@@ -209,6 +210,7 @@ class DbStore:
                 if msg is not None:
                     yield msg, parts
                 raw = _bytes(mdata)
+                created = _cell(created)
                 msg, parts = Unit(mid, _parse(raw), raw, f"message:{mid}", created), []
             if pid is not None:
                 pid, raw = text(pid), _bytes(pdata)
@@ -259,6 +261,22 @@ class JsonStore:
         self.raw_info = raw
         self._info = info
         self.session = str(info.get("id") or session_file.stem)
+        self.links: list[str] = []
+        """Files of the session that are symbolic links, left out (paths in storage/)."""
+
+    def _files(self, folder: Path) -> list[Path]:
+        """The ``*.json`` files of ``folder``; a symbolic link (file or folder) is not
+        followed but noted in :attr:`links` (issue 34)."""
+        if folder.is_symlink():
+            self.links.append(self.rel(folder))
+            return []
+        found = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if path.is_symlink():
+                self.links.append(self.rel(path))
+            else:
+                found.append(path)
+        return found
 
     def info(self) -> JsonObj:
         return self._info
@@ -269,7 +287,7 @@ class JsonStore:
     def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
         folder = self.storage / "message" / self.session
         units = []
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in self._files(folder):
             raw = _read_json_file(path, self.limit)
             data = _parse(raw)
             created = None
@@ -285,14 +303,14 @@ class JsonStore:
 
     def parts(self, message_id: str) -> Iterator[Unit]:
         folder = self.storage / "part" / message_id
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in self._files(folder):
             raw = _read_json_file(path, self.limit)
             yield Unit(path.stem, _parse(raw), raw, self.rel(path))
 
     def children(self) -> list[str]:
         project = self.session_file.parent
         found = []
-        for path in sorted(project.glob("*.json")):
+        for path in self._files(project):
             data = _parse(_read_json_file(path, self.limit))
             if data is not None and data.get("parentID") == self.session:
                 found.append(str(data.get("id") or path.stem))
