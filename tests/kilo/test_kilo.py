@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    projection,
+    tiny_session,
+)
 from tests.opencode.support import units
 from trajconv.codecs import registry
 from trajconv.codecs.base import CERTAIN, LIKELY
@@ -236,6 +243,35 @@ def test_prepare_refuses_to_replace_and_dry_runs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"into {data / layout.DB}" in proc.stdout and "dry run: nothing written" in proc.stdout
     assert not any(data.iterdir())
+
+
+def test_prepare_makes_kilo_folders_through_no_symlink(tmp_path: Path) -> None:
+    """The home folders prepare.py makes are Kilo's own; one that is a symlink is refused
+    before the CLI runs, and nothing is written through it."""
+    export = trajconv.write(read(TOOLS_DB), "kilo", tmp_path / "out", cwd=str(tmp_path))
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / ".config").mkdir(parents=True)
+    elsewhere.mkdir()
+    (home / ".config" / "kilo").symlink_to(elsewhere)
+    prepare = [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)]
+    proc = subprocess.run([*prepare, "--kilo", "/bin/false"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert f"refusing to write under {home}" in proc.stderr
+    assert (home / ".local" / "share" / "kilo").is_dir()  # made before the symlink was met
+    assert not any(elsewhere.iterdir())
+    assert not (home / ".local" / "share" / "opencode").exists()
+
+
+def test_two_answers_of_one_step_are_named_as_joined(tmp_path: Path) -> None:
+    snap = tiny_session(
+        ("user", "hi"), ("assistant", "One."), ("system", "s"), ("assistant", "Two.")
+    )
+    export = trajconv.write(snap, "kilo", tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("untranslated-message-boundary") == 1
+    again = read(export.out_dir / writer.DOCUMENT)
+    assert [r.text for r in again.records if r.kind == "assistant"] == ["One.", "Two."]
 
 
 def test_unwrap_user_splits_off_the_environment_block() -> None:
