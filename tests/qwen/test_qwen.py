@@ -362,10 +362,10 @@ def test_a_run_the_resumed_cli_sends_as_one_message_is_named(tmp_path: Path) -> 
     """Aider's answer and its edit error (two answer texts, no result between) reach the
     resumed model as one text (``processContent`` joins a model Content's text parts), and
     ``/run ...`` then ``Thanks`` as the parts of one user message (``extractCuratedHistory``):
-    the file keeps all four records, and each is named once."""
+    the file keeps all four records, and each joined to the one before it is named."""
     snap = trajconv.read("aider", FIXTURES / "aider/recorded-edits")
     export = trajconv.write(snap, "qwen", tmp_path / "out", allow_lossy=True)
-    assert _boundaries(export) == (4, ("aider:L38", "aider:L52", "aider:L85", "aider:L98"))
+    assert _boundaries(export) == (2, ("aider:L52", "aider:L98"))
     again = trajconv.read("qwen", export.out_dir / "home", session=export.session_id)
     texts = [r.text for r in again.records if r.kind in ("user", "assistant")]
     assert texts == [r.text for r in snap.records if r.kind in ("user", "assistant")]
@@ -376,9 +376,9 @@ def test_a_run_the_resumed_cli_sends_as_one_message_is_named(tmp_path: Path) -> 
 
 
 def test_only_texts_the_cli_joins_are_named(tmp_path: Path) -> None:
-    """Three prompts in a row are one message (three named); a prompt after a result, an
-    answer's text after its result, one reasoning and an empty answer text are not joined;
-    two reasoning texts of one answer are (one ``reasoning_content``)."""
+    """Three prompts in a row are one message (the second and third named); a prompt after
+    a result, an answer's text after its result, one reasoning and an empty answer text are
+    not joined; two reasoning texts of one answer are (one ``reasoning_content``)."""
     b = SnapshotBuilder(Source(harness="t", harness_version="1", session_id="s", locator="s"), "t")
     b.session = b.session.model_copy(update={"cwd": "/p"})
     ev = evidence("log", native="x", line=1)
@@ -394,4 +394,4 @@ def test_only_texts_the_cli_joins_are_named(tmp_path: Path) -> None:
     b.add_text("assistant", "a1", "", **at)
     b.add_text("assistant", "a2", "done", **at)
     export = trajconv.write(b.build(), "qwen", tmp_path / "out", allow_lossy=True)
-    assert _boundaries(export) == (5, ("u1", "u2", "u3", "r2", "r3"))
+    assert _boundaries(export) == (3, ("u2", "u3", "r3"))

@@ -118,15 +118,14 @@ class _Journal:
         return rec
 
     def joined(self, ids: list[str]) -> None:
-        """Name the records of a run the resumed CLI sends as one message, each once: its
-        ``extractCuratedHistory`` (0.24.4) joins consecutive user Contents into one (their
-        parts kept), and its OpenAI converter (``processContent``) sends one ``model``
-        Content as one assistant message, the text parts joined into one text and the
-        thought parts into one reasoning text (README "What a resumed CLI sends its
-        model")."""
-        if len(ids) > 1:
-            for rid in ids:
-                self.diags.add("untranslated-message-boundary", rid)
+        """Name each record of a run the resumed CLI sends as one message that is joined to
+        the one before it: its ``extractCuratedHistory`` (0.24.4) joins consecutive user
+        Contents into one (their parts kept), and its OpenAI converter (``processContent``)
+        sends one ``model`` Content as one assistant message, the text parts joined into one
+        text and the thought parts into one reasoning text (README "What a resumed CLI sends
+        its model")."""
+        for rid in ids[1:]:
+            self.diags.add("untranslated-message-boundary", rid)
 
     def end_user_run(self) -> None:
         """The run of user-role text records (prompts, notifications, a summary) ends: a
