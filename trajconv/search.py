@@ -566,6 +566,37 @@ def sessions_holding(
     return {(h.harness, h.session_id, h.path) for h in hits}, done
 
 
+def grep_refs(
+    listing: Any, refs: Iterable[Any], text: str, index: Path | None = None
+) -> tuple[list[Any], Refresh]:
+    """The sessions of ``refs`` (of ``listing``), in their order, whose title holds ``text``
+    or one of whose records holds every word of it: what ``discover --grep`` lists and
+    ``show --grep`` picks from. Also what the index did (sessions it could not read)."""
+    if not text.split():
+        raise UsageError("--grep: give some text to look for")
+    holding, done = sessions_holding(listing, text, index)
+    low = text.casefold()
+    return [
+        r
+        for r in refs
+        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
+    ], done
+
+
+def records_holding(snapshot: Any, text: str) -> list[dict[str, Any]]:
+    """The records of ``snapshot`` itself (not its sub-agents') that hold every word of
+    ``text``, as :meth:`Index.query` matches them (each a substring, case aside)."""
+    from trajconv.snapshot.spool import record_dicts
+
+    terms = [t.casefold() for t in text.split()]
+    out = []
+    for r in record_dicts(snapshot.records):
+        folded = record_text(r).casefold()
+        if all(t in folded for t in terms):
+            out.append(r)
+    return out
+
+
 def store_docs(location: str) -> tuple[list[Doc], str, Any]:
     """The latest Snapshot of every session archived in a store (folder or URL) as docs,
     the store's place, and the open store (close it when done)."""
