@@ -138,3 +138,28 @@ def rebuilt(
         else:
             b.add_text(rec.kind, rec.id, rec.text, model=getattr(rec, "model", None), **at)
     return b.build()
+
+
+def tiny_session(*steps: tuple[str, str], cwd: str = "/work/demo") -> Snapshot:
+    """A small Grok-sourced session of ``(kind, text)`` steps: user, assistant, reasoning,
+    system or observation text, ``("call", name)`` (a shell call) or ``("result", output)``
+    (its ok result), for writer tests that need a given order of records."""
+    from trajconv.snapshot.builder import evidence
+    from trajconv.snapshot.models import Source
+
+    b = SnapshotBuilder(
+        Source(harness="grok", harness_version=None, session_id="tiny", locator="x"), "test"
+    )
+    b.session = Session(id="019c0000-4444-7000-8000-000000000001", cwd=cwd)
+    ev = evidence("updates.jsonl", native="test", line=1)
+    turn = -1
+    for i, (kind, text) in enumerate(steps):
+        turn += kind == "user"
+        at = {"time": None, "turn": max(turn, 0), "evidence": ev}
+        if kind == "call":
+            b.add_call(f"r{i}", f"call-{i}", text, {"cmd": "ls"}, **at)
+        elif kind == "result":
+            b.add_result(f"r{i}", f"call-{i - 1}", True, text, **at)
+        else:
+            b.add_text(kind, f"r{i}", text, **at)
+    return b.build()

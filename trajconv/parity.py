@@ -44,7 +44,12 @@ DROP_CODES: dict[str, tuple[str, ...]] = {
     "observation": ("untranslated-observation",),
     "tool-call": ("untranslated-pending-call", "untranslated-tool-call"),
     "tool-result": ("untranslated-orphan-result", "untranslated-tool-result"),
-    "user": ("untranslated-user", "untranslated-steering", "user-read-as-context"),
+    "user": (
+        "untranslated-user",
+        "untranslated-steering",
+        "user-read-as-context",
+        "user-read-as-command",
+    ),
     "assistant": ("untranslated-assistant",),
 }
 # Writer codes for records the target keeps, but joined with their neighbours.

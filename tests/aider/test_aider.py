@@ -14,7 +14,7 @@ import pytest
 import trajconv
 from tests.aider.support import runs
 from tests.conftest import require_loader
-from tests.helpers import FIXTURES, conservation, projection
+from tests.helpers import FIXTURES, conservation, projection, tiny_session
 from trajconv.codecs import registry
 from trajconv.codecs.aider import layout
 from trajconv.codecs.base import CERTAIN
@@ -162,3 +162,24 @@ def test_the_real_aider_continues_a_written_history(tmp_path: Path) -> None:
     assert sent[: len(want)] == want
     assert "what now?" in sent[-1][1]
     shutil.rmtree(tmp_path / "w", ignore_errors=True)
+
+
+def test_two_answers_with_nothing_shown_between_are_named_as_joined(tmp_path: Path) -> None:
+    """Aider restores the lines between two prompts as one answer unless its own output
+    ("> " lines: a tool call or result written for the user) stands between them."""
+    joined = tiny_session(
+        ("user", "hi"), ("assistant", "One."), ("system", "s"), ("assistant", "Two.")
+    )
+    apart = tiny_session(
+        ("user", "hi"),
+        ("assistant", "One."),
+        ("call", "shell"),
+        ("result", "ok"),
+        ("assistant", "Two."),
+    )
+    for snap, boundaries, answers in ((joined, 1, 1), (apart, 0, 2)):
+        export = trajconv.write(snap, "aider", tmp_path / str(boundaries), allow_lossy=True)
+        codes = {d.code: d.count for d in export.diagnostics}
+        assert codes.get("untranslated-message-boundary", 0) == boundaries
+        again = trajconv.read("aider", export.out_dir / "home" / layout.HISTORY)
+        assert sum(r.kind == "assistant" for r in again.records) == answers

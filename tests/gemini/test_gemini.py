@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, merged_projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    merged_projection,
+    tiny_session,
+)
 from trajconv.codecs import registry
 from trajconv.codecs.base import continuity
 from trajconv.codecs.gemini import layout
@@ -451,3 +458,16 @@ def test_the_writer_names_every_session_and_record_fact_it_changes(tmp_path: Pat
     assert {"timestamps-synthesized", "untranslated-model"} & set(need), seen
     got = {d.code: d.count for d in export.diagnostics}
     assert all(got.get(code, 0) >= n for code, n in need.items()), (need, got, seen)
+
+
+def test_a_prompt_the_cli_takes_for_a_command_is_named(tmp_path: Path) -> None:
+    """Gemini CLI neither replays nor lists a user text opening with ``/`` or ``?`` as a
+    prompt (an Aider ``/run`` is one): written, read back without it, and named."""
+    snap = tiny_session(
+        ("user", "hi"), ("assistant", "Hello."), ("user", "/run make"), ("user", "go on")
+    )
+    export = trajconv.write(snap, "gemini", tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("user-read-as-command") == 1
+    again = trajconv.read("gemini", next((tmp_path / "out").rglob("session-*.jsonl")))
+    assert [r.text for r in again.records if r.kind == "user"] == ["hi", "go on"]

@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    projection,
+    tiny_session,
+)
 from tests.opencode.support import CASES, IDS, LEGACY, ROOTS, SUB_DB, TOOLS_DB, units
 from trajconv.codecs.opencode import layout, writer
 from trajconv.errors import FormatError, RefusedError, UsageError
@@ -302,3 +309,16 @@ def test_request_items_reads_a_chat_completions_body() -> None:
         {"kind": "tool-result", "call_id": "c2", "text": "File not found", "error": None},
         {"kind": "assistant", "text": "Done."},
     ]
+
+
+def test_two_texts_of_one_step_are_named_as_joined(tmp_path: Path) -> None:
+    """Two answers with only dropped records between them are two text parts of one step,
+    read back apart, but the CLI sends them to the model as one text."""
+    snap = tiny_session(
+        ("user", "hi"), ("assistant", "One."), ("system", "s"), ("assistant", "Two.")
+    )
+    export = trajconv.write(snap, "opencode", tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("untranslated-message-boundary") == 1
+    again = trajconv.read("opencode", tmp_path / "out" / "opencode-export.json")
+    assert [r.text for r in again.records if r.kind == "assistant"] == ["One.", "Two."]

@@ -263,6 +263,12 @@ _CODES: tuple[Code, ...] = (
         "working directory the target cannot hold as it is was left out or changed",
     ),
     _w(
+        "user-read-as-command",
+        "warning",
+        "a user message that opens as a command does (Gemini CLI's / or ?) is kept in the "
+        "target's files, but its CLI neither sends it to the model nor reads it as a prompt",
+    ),
+    _w(
         "untranslated-parent-session",
         "info",
         "parent session id the target cannot hold was left out",

@@ -73,7 +73,7 @@ def plan(
         diags.add("untranslated-time", "run header in UTC (Aider writes local time)")
     if stamp is not None:  # the first run's start, which the session id is made of
         parts.append(f"\n{layout.HEADER}{stamp}\n\n")
-    previous = None
+    previous = said = None  # the last kind written; the last of user and assistant
     for r in record_dicts(snapshot.records):
         rid, kind = r["id"], r["kind"]
         if r.get("time") is not None:  # the history keeps no time but a run's start
@@ -83,6 +83,8 @@ def plan(
         if kind == "user":
             parts.append(_user(r["text"]))
         elif kind == "assistant":
+            if said == "assistant":  # Aider sends the lines between two prompts as one answer
+                diags.add("untranslated-message-boundary", rid)
             parts.append(_answer(r["text"]))
         elif kind == "observation":
             if previous == "observation":  # a blank line keeps two runs of output apart
@@ -105,6 +107,10 @@ def plan(
         else:
             diags.add("untranslated-system", rid)
         previous = kind
+        if kind in ("user", "assistant"):
+            said = kind
+        elif kind in ("observation", "tool-call", "tool-result"):
+            said = None  # its "> " lines end the answer before them
     session = snapshot.session
     for field in ("created_at", "updated_at"):
         if getattr(session, field) is not None:

@@ -33,6 +33,7 @@ from trajconv.codecs.base import (
 )
 from trajconv.codecs.common import open_write
 from trajconv.codecs.gemini import layout
+from trajconv.codecs.gemini.reader import resumable
 from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -119,9 +120,13 @@ class _Messages:
         self.count += 1
         self.calls = {}
 
-    def user(self, seq: int, text: str, time: str) -> None:
+    def user(self, seq: int, text: str, time: str, rid: str | None = None) -> None:
+        """A user message; ``rid``, a user record's, is named when the CLI would take the text
+        for a command (``/``, ``?``) or its own context, which it never sends on."""
         self.close()
         msg = {"id": self.mid(seq), "timestamp": time, "type": "user", "content": [{"text": text}]}
+        if rid is not None and not resumable(msg):
+            self.diags.add("user-read-as-command", rid)
         self.out.write(_line(msg))
         self.count += 1
         self.prompts += 1
@@ -193,7 +198,7 @@ def plan(
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
             if rec.kind == "user":
-                msgs.user(rec.seq, rec.text, time)
+                msgs.user(rec.seq, rec.text, time, rec.id)
             elif rec.kind == "system" and rec.text.lstrip().startswith(SNAPSHOT):
                 # a compression summary: the CLI keeps it as a user message the model reads
                 msgs.user(rec.seq, rec.text, time)

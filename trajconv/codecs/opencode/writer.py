@@ -251,8 +251,11 @@ class _Lowerer:
         self.after_result = False
         return msg
 
-    def text(self, kind: str, text: str, time: str | None, model: str | None) -> None:
+    def text(self, kind: str, text: str, time: str | None, model: str | None) -> bool:
+        """Add a text or reasoning part to the open step; whether it is a text part right
+        after another (the CLI sends a message's text parts to the model as one text)."""
         msg = self.assistant_step(time, model)
+        joined = kind == "assistant" and msg["parts"][-1]["type"] == "text"
         self._record_time(time, None)
         self._record_model(msg, model)
         body: JsonObj = {"type": "text" if kind == "assistant" else "reasoning", "text": text}
@@ -262,6 +265,7 @@ class _Lowerer:
         elif kind == "reasoning":
             body["time"] = {"start": msg["info"]["time"]["created"]}
         self._part(msg, body)
+        return joined
 
     def call(self, call_id: str, name: str, arguments: Any, time: str | None) -> None:
         msg = self.assistant_step(time, None)
@@ -369,7 +373,8 @@ def _lower(low: _Lowerer, records: Iterable[Any], drop: set[str], diags: Diagnos
         if rec.kind == "user":
             low.user(rec.text, rec.time)
         elif rec.kind in ("assistant", "reasoning"):
-            low.text(rec.kind, rec.text, rec.time, rec.model)
+            if low.text(rec.kind, rec.text, rec.time, rec.model):
+                diags.add("untranslated-message-boundary", rec.id)
             if rec.kind == "reasoning" and low.foreign and rec.text.strip():
                 # OpenCode sends a reasoning part as reasoning only to the provider/model
                 # of its message; the model continuing a converted session gets it as text
