@@ -439,8 +439,8 @@ def _str(value: Any) -> str | None:
 def _is_subagent(summary: dict[str, Any]) -> bool:
     """Whether a child's parent is worth looking for in the other sessions' registries:
     Grok marks a sub-agent's own session with a ``session_kind`` that starts with
-    ``subagent`` (and hides it by default for that reason, README "Input contract"); a
-    session without ``summary.json`` says nothing, so it is looked for too."""
+    ``subagent`` (README "Input contract"); a session whose ``summary.json`` is missing or
+    unreadable says nothing, so its parent is looked for too."""
     if not summary:
         return True
     kind = summary.get("session_kind")
