@@ -2,16 +2,17 @@
 
 What is here: a cheap look at a file for ``layout.claims`` (its first bytes, its first
 JSON line), session ids (a UUID kept, else a uuid5 of the Snapshot id), RFC 3339 text to
-epoch milliseconds, what every writer checks first (:func:`open_write`), and the message a
-home holding several sessions gives.
+epoch milliseconds, what every writer checks first (:func:`open_write`), the message a
+home holding several sessions gives, and :class:`LineUnit` (a JSONL reader's native line).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import orjson
 
@@ -19,6 +20,7 @@ from trajconv.codecs.base import check_continuable, safe_component
 from trajconv.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
+    from trajconv.snapshot.builder import SnapshotBuilder
     from trajconv.snapshot.diagnostics import Diagnostics
     from trajconv.snapshot.models import Snapshot
 
@@ -128,3 +130,74 @@ def open_write(
         raise RefusedError(f"refusing to write {target}: the session has no cwd; pass --cwd DIR")
     sid = safe_component(uuid_session_id(snapshot, diags, f"{target}-session"), "session id")
     return Opening(diags, drop, workdir, sid)
+
+
+class LineProjector(Protocol):
+    """What a :class:`LineUnit` adds to: the reader's projection of one file."""
+
+    name: str
+    b: SnapshotBuilder
+    d: Diagnostics
+    turn: int | None
+
+
+class LineUnit:
+    """One native line (or entry) of a JSONL session and the records made of it.
+
+    Record ids are ``<prefix>:<native id>``, then ``:<n>`` for the n-th record of the line;
+    the first record carries the line's unit. What the line drops is counted at the end
+    (:meth:`finish`): the first drop of a line that made no record under its own code (the
+    line is then that drop), every other as ``block-dropped`` with its code as the name.
+    """
+
+    def __init__(
+        self, proj: LineProjector, prefix: str, number: int, nid: str, time: str | None
+    ) -> None:
+        self.proj = proj
+        self.prefix = prefix
+        self.number = number
+        self.nid = nid
+        self.time = time
+        self.records = 0
+        self.dropped: list[tuple[str, str | None]] = []
+
+    def add(self, make: Callable[..., object], native_kind: str, path: str | None) -> str:
+        """Make the line's next record with ``make(record id, evidence)``; its id."""
+        from trajconv.snapshot.builder import evidence
+
+        n = self.records
+        rid = f"{self.prefix}:{self.nid}" if n == 0 else f"{self.prefix}:{self.nid}:{n}"
+        ev = evidence(
+            artifact=self.proj.name,
+            line=self.number,
+            json_path=path,
+            native=native_kind,
+            native_id=self.nid,
+            units=1 if n == 0 else 0,
+        )
+        make(rid, ev)
+        self.records += 1
+        return rid
+
+    def text(
+        self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
+    ) -> None:
+        proj = self.proj
+        self.add(
+            lambda rid, ev: proj.b.add_text(
+                kind, rid, text, time=self.time, turn=proj.turn, evidence=ev, model=model
+            ),
+            native_kind,
+            path,
+        )
+
+    def drop(self, code: str, name: str | None = None) -> None:
+        self.dropped.append((code, name))
+
+    def finish(self) -> None:
+        place = f"{self.proj.name}:{self.number}"
+        for i, (code, name) in enumerate(self.dropped):
+            if self.records == 0 and i == 0:
+                self.proj.d.add(code, place, name=name)
+            else:
+                self.proj.d.add("block-dropped", place, name=name or code)

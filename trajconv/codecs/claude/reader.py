@@ -36,9 +36,10 @@ from typing import Any
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.claude import layout, native
+from trajconv.codecs.common import LineUnit
 from trajconv.codecs.jsonl import Utf8Tally, file_lines, iter_file_objects, read_bounded
 from trajconv.errors import LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Session, Snapshot, Source
 
@@ -336,60 +337,25 @@ class _Projector:
                 self.d.add("pending-tool-call", rid)
 
 
-class _Unit:
-    """One line: its first record carries the unit; a line with none is counted once."""
+class _Unit(LineUnit):
+    """One line: its first record carries the unit; a line with none is counted once. A
+    tool call's record is remembered by its call id (for the results that follow)."""
 
     def __init__(self, proj: _Projector, number: int, uid: str, time: str | None) -> None:
-        self.proj = proj
-        self.number = number
-        self.uid = uid
-        self.time = time
-        self.records = 0
-        self.dropped: list[tuple[str, str | None]] = []
-
-    def _ev(self, native_kind: str, path: str | None) -> Any:
-        return evidence(
-            artifact=self.proj.name,
-            line=self.number,
-            json_path=path,
-            native=native_kind,
-            native_id=self.uid,
-            units=1 if self.records == 0 else 0,
-        )
-
-    def _rid(self) -> str:
-        return f"claude:{self.uid}" if self.records == 0 else f"claude:{self.uid}:{self.records}"
+        super().__init__(proj, "claude", number, uid, time)
+        self.calls = proj.calls
 
     def add(
-        self, make: Any, native_kind: str, path: str | None, remember: str | None = None
-    ) -> None:
-        rid = self._rid()
-        make(rid, self._ev(native_kind, path))
-        self.records += 1
+        self,
+        make: Callable[..., object],
+        native_kind: str,
+        path: str | None,
+        remember: str | None = None,
+    ) -> str:
+        rid = super().add(make, native_kind, path)
         if remember is not None:
-            self.proj.calls.setdefault(remember, rid)
-
-    def text(
-        self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
-    ) -> None:
-        self.add(
-            lambda rid, ev: self.proj.b.add_text(
-                kind, rid, text, time=self.time, turn=self.proj.turn, evidence=ev, model=model
-            ),
-            native_kind,
-            path,
-        )
-
-    def drop(self, code: str, name: str | None = None) -> None:
-        self.dropped.append((code, name))
-
-    def finish(self) -> None:
-        place = f"{self.proj.name}:{self.number}"
-        for i, (code, name) in enumerate(self.dropped):
-            if self.records == 0 and i == 0:
-                self.proj.d.add(code, place, name=name)
-            else:
-                self.proj.d.add("block-dropped", place, name=name or code)
+            self.calls.setdefault(remember, rid)
+        return rid
 
 
 def _side(number: int, obj: dict[str, Any], d: Diagnostics, name: str) -> None:
