@@ -97,18 +97,20 @@ def growing_snapshot() -> Snapshot:
 def _options(harness: str, user_home: Path) -> list[str]:
     """What a harness's prepare.py needs here: Gemini CLI's own cleanup would delete a
     session this old at its next start, so its prepare refuses one without ``--touch``;
-    OpenCode's prepare runs the real ``opencode import`` (in the tools folder) in the
-    session's project folder, which does not exist here (the home stands in)."""
+    OpenCode's (and Kilo's) prepare runs the real ``opencode import`` (``kilo import``, in the
+    tools folder) in the session's project folder, which does not exist here (the home stands
+    in)."""
     if harness == "gemini":
         return ["--touch"]
-    if harness == "opencode":
-        from proof import tools_dir
-        from proof.loaders import opencode
+    if harness in ("opencode", "kilo"):  # Kilo's prepare is OpenCode's (the same lineage)
+        import proof
 
-        exe = opencode.find(tools_dir())
+        loader = proof.loader(harness)
+        assert loader is not None
+        exe = loader.find(proof.tools_dir())
         # a scratch home configures no model: name the loopback one the session continues with
-        model = ["--model", f"{opencode.PROVIDER}/{opencode.MODEL}"]
-        return ["--cwd", str(user_home), *model, *(["--opencode", str(exe)] if exe else [])]
+        model = ["--model", f"{loader.PROVIDER}/{loader.MODEL}"]
+        return ["--cwd", str(user_home), *model, *([f"--{harness}", str(exe)] if exe else [])]
     return []
 
 

@@ -8,9 +8,16 @@ import ast
 from pathlib import Path
 
 from tests.helpers import REPO
+from trajconv.codecs import registry
 
 PACKAGE = REPO / "trajconv"
-CODECS = sorted(p.name for p in (PACKAGE / "codecs").iterdir() if (p / "__init__.py").is_file())
+#: the codec packages: those with an entry point (a shared package such as
+#: ``codecs/opencode_lineage``, which two codecs build on, is not one)
+CODECS = sorted(
+    p.name
+    for p in (PACKAGE / "codecs").iterdir()
+    if (p / "__init__.py").is_file() and p.name in registry.names()
+)
 CENTRE = ("cli", "find.py", "api.py", "harvest.py", "views", "store", "snapshot")
 
 

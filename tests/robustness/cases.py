@@ -153,6 +153,8 @@ TARGETS: dict[str, Target] = {
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
+    # Kilo keeps OpenCode's tables: the same counter
+    "kilo": Target("kilo", "recorded-tools/kilo.db", "sqlite", _opencode_units),
     "aider": Target("aider", "*/demo/.aider.chat.history.md", "text", lambda _s, v: runs(v)),
     # a cwd folder holding one session (the tree case's holds two: a read would need --session)
     "pi": Target(

@@ -1,5 +1,9 @@
-"""OpenCode's stores as one read-only view: a session's info, its messages in order, each
-message's parts in order.
+"""The stores of OpenCode and its forks (Kilo Code CLI) as one read-only view: a session's
+info, its messages in order, each message's parts in order.
+
+Kilo 7.7.7 keeps OpenCode's ``session`` / ``message`` / ``part`` tables column for column (in
+``kilo.db``, beside tables of its own) and prints the same export document
+(``codecs/kilo/README.md``); what follows is said of OpenCode and holds for both.
 
 * SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md``): tables ``session``,
   ``message`` (``data`` = the message without ``id``/``sessionID``) and ``part`` (``data`` =
@@ -24,13 +28,11 @@ from typing import Any
 
 import orjson
 
+from trajconv.codecs.base import SessionRef
 from trajconv.codecs.common import json_object
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 from trajconv.snapshot.builder import time_from_ms
-
-#: beside an export document: one ``opencode export`` document per child session (sub-agent)
-CHILDREN = "opencode-export-children"
 
 JsonObj = dict[str, Any]
 
@@ -58,6 +60,30 @@ SESSION_COLUMNS = (
 )
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` starts with SQLite's header (reads 16 bytes)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+#: the legacy JSON storage folder of a data folder (OpenCode before 1.2.0)
+STORAGE = "storage"
+
+
+def json_session_file(storage: Path, session: str) -> Path | None:
+    """The legacy ``storage/session/<project>/<session>.json`` file, or None."""
+    for found in sorted((storage / "session").glob(f"*/{session}.json")):
+        if found.is_file():
+            return found
+    return None
+
+
 @dataclass(frozen=True)
 class Unit:
     """One native row or file: a message or a part."""
@@ -70,6 +96,11 @@ class Unit:
     """``message:<id>`` / ``part:<id>`` (database), a file (storage), a JSON path (export)"""
     time_created: int | float | str | None = None
     """the cell as SQLite holds it (a blob as text): checked where it is used"""
+
+
+def article(name: str) -> str:
+    """``an`` before ``OpenCode`` / ``opencode``, ``a`` before ``Kilo``."""
+    return "an" if name[:1].lower() in "aeiou" else "a"
 
 
 def _parse(raw: bytes) -> JsonObj | None:
@@ -111,20 +142,21 @@ def _cell(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to ``path`` (a private copy when a WAL is beside it), whose
-    text cells come as bytes: a damaged one must not stop the read; decoded below."""
+def connect(path: Path, label: str = "OpenCode") -> Iterator[sqlite3.Connection]:
+    """A read-only connection to ``path`` (the shared opener: a private copy when a WAL is
+    beside it), whose text cells come as bytes: a damaged one must not stop the read;
+    decoded below. ``label`` names the harness in the error when it is not such a database."""
     with ReadOnly(path) as con:
         con.text_factory = bytes
         try:
             con.execute("select 1 from session limit 1").fetchall()
         except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise FormatError(path, f"not an OpenCode database: {exc}") from None
+            raise FormatError(path, f"not {article(label)} {label} database: {exc}") from None
         yield con
 
 
-def db_has_session(path: Path, session: str) -> bool:
-    with connect(path) as con:
+def db_has_session(path: Path, session: str, label: str = "OpenCode") -> bool:
+    with connect(path, label) as con:
         return con.execute("select 1 from session where id = ?", (session,)).fetchone() is not None
 
 
@@ -288,12 +320,21 @@ class JsonStore:
 class ExportStore:
     """An ``opencode export`` document (parsed whole; documents are one session)."""
 
-    def __init__(self, path: Path, doc: JsonObj) -> None:
+    def __init__(
+        self,
+        path: Path,
+        doc: JsonObj,
+        cli: str = "opencode",
+        children: str = "opencode-export-children",
+    ) -> None:
         self.path = path
+        self.children_folder = children
         info = doc.get("info")
         messages = doc.get("messages")
         if not isinstance(info, dict) or not isinstance(messages, list):
-            raise FormatError(path, "not an opencode export document (no info / messages)")
+            raise FormatError(
+                path, f"not {article(cli)} {cli} export document (no info / messages)"
+            )
         self._info: JsonObj = info
         self._messages = messages
         self.session = str(info.get("id") or "")
@@ -319,12 +360,12 @@ class ExportStore:
             yield Unit(mid, minfo, b"", place), units
 
     def children(self) -> list[str]:
-        """Child sessions written beside a trajconv export's document (``CHILDREN``/), in
-        name order: those whose ``info.parentID`` is this session."""
+        """Child sessions written beside a trajconv export's document (in the ``children``
+        folder), in name order: those whose ``info.parentID`` is this session."""
         return [sid for sid, _path in self.child_documents()]
 
     def child_documents(self) -> list[tuple[str, Path]]:
-        folder = self.path.parent / CHILDREN
+        folder = self.path.parent / self.children_folder
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
@@ -338,3 +379,31 @@ class ExportStore:
 
 
 Store = DbStore | JsonStore | ExportStore
+
+
+def session_refs(db: Path, harness: str) -> list[SessionRef]:
+    """The sessions of a database, newest first, as a listing shows them (children too)."""
+    refs = []
+    try:
+        with connect(db) as con:
+            rows = con.execute(
+                "select s.id, s.title, s.directory, s.time_created, s.time_updated, "
+                "(select coalesce(sum(length(p.data)), 0) from part p where p.session_id = s.id)"
+                " from session s order by s.time_updated desc, s.id"
+            ).fetchall()
+    except (FormatError, sqlite3.Error):
+        return []  # not a database OpenCode could open either
+    for sid, title, directory, created, updated, size in rows:
+        refs.append(
+            SessionRef(
+                harness=harness,
+                session_id=text(sid),
+                path=db,
+                title=nonblank(text(title)) if title is not None else None,
+                cwd=nonblank(text(directory)) if directory is not None else None,
+                created_at=time_of(created),
+                updated_at=time_of(updated),
+                size=int(size) if isinstance(size, int) else None,
+            )
+        )
+    return refs

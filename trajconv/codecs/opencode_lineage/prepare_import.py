@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
-"""Install a trajconv OpenCode export with the real CLI's own ``opencode import``.
+"""Install a trajconv export with the real CLI's own ``import`` (OpenCode, or its fork Kilo).
 
-usage: python prepare.py [--home DIR] [--cwd DIR] [--opencode PATH] [--dry-run]
+usage: python prepare.py [--home DIR] [--cwd DIR] [--<cli> PATH] [--dry-run]
 
-Reads ``trajconv-export.json`` and ``opencode-export.json`` beside this file, checks their
-sha256, validates the document, refuses a session id that is already in the database
-(exit 3), then runs ``opencode import opencode-export.json`` in the session's directory
-(OpenCode files an imported session under the project of the directory it runs in) and
-checks with ``opencode export`` that every message and part arrived as written. OpenCode's
-import writes row by row; if it fails or the check does not match, the session is removed
-again with ``opencode session delete`` (messages and parts go with it), so the database is
-never left with half a session. ``--home DIR`` installs into another home (HOME and the
-XDG folders inside it). ``--dry-run`` prints the plan and writes nothing. Standard library
-only.
+Reads ``trajconv-export.json`` and the export document (``<cli>-export.json``) beside this
+file, checks their sha256, validates the document, refuses a session id that is already in the
+database (exit 3), then runs ``<cli> import <document>`` in the session's directory (the CLI
+files an imported session under the project of the directory it runs in) and checks with
+``<cli> export`` that every message and part arrived as written. The import writes row by
+row; if it fails or the check does not match, the session is removed again with ``<cli>
+session delete`` (messages and parts go with it), so the database is never left with half a
+session. ``--home DIR`` installs into another home (HOME and the XDG folders inside it).
+``--dry-run`` prints the plan and writes nothing. Standard library only. ``FLAVOUR`` (filled
+in by trajconv's writer) names the CLI, its data folder, database and documents.
 
-Sub-agents are documents of their own under ``opencode-export-children/`` (``info.parentID``
+Sub-agents are documents of their own under ``<cli>-export-children/`` (``info.parentID``
 names the session that spawned each), imported after the parent in the manifest's order and
 checked the same way; a failure removes every session this run imported.
 """
@@ -38,11 +38,15 @@ from urllib.parse import quote
 from trajconv.codecs.prepare_safe import UnsafeHome, open_folder  # prepare: inline
 
 HERE = Path(__file__).resolve().parent
-DOCUMENT = "opencode-export.json"
-CHILDREN = "opencode-export-children"
+FLAVOUR: dict[str, str] = {}  # filled by the writer
+CLI = FLAVOUR.get("cli", "opencode")
+LABEL = FLAVOUR.get("label", "OpenCode")
+DOCUMENT = FLAVOUR.get("document", "opencode-export.json")
+CHILDREN = FLAVOUR.get("children", "opencode-export-children")
 TIMEOUT = 600
-#: the session's model is the source's own (an OpenCode session: kept when the home configures
-#: no model), or another harness's (then a model must be configured, or given with --model)
+#: the session's model is the source's own (a session of the CLI's lineage: kept when the home
+#: configures no model), or another harness's (then a model must be configured, or given
+#: with --model)
 ROUND_TRIP = False
 
 
@@ -79,7 +83,7 @@ def check_files() -> list[tuple[str, dict[str, Any]]]:
 
 def validate(doc: Any) -> list[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict):
-        return ["not an opencode export document (no info)"]
+        return [f"not a {CLI} export document (no info)"]
     info = doc["info"]
     problems = []
     if not isinstance(info.get("id"), str) or not info["id"].startswith("ses_"):
@@ -114,14 +118,15 @@ def environment(home: Path | None) -> dict[str, str]:
 
 
 def database(env: dict[str, str]) -> Path:
-    """Where OpenCode 1.18.x keeps its database for this environment (the codec README):
-    ``$OPENCODE_DB`` (absolute, or relative to the data folder), else ``opencode.db`` in
-    ``$XDG_DATA_HOME/opencode``."""
-    data = Path(env.get("XDG_DATA_HOME") or Path(env["HOME"]) / ".local" / "share") / "opencode"
-    override = env.get("OPENCODE_DB")
+    """Where the CLI keeps its database for this environment (OpenCode 1.18.x, Kilo 7.7.x):
+    ``$OPENCODE_DB`` / ``$KILO_DB`` (absolute, or relative to the data folder), else
+    ``opencode.db`` / ``kilo.db`` in ``$XDG_DATA_HOME/opencode`` / ``kilo``."""
+    share = Path(env.get("XDG_DATA_HOME") or Path(env["HOME"]) / ".local" / "share")
+    data = share / FLAVOUR.get("data", "opencode")
+    override = env.get(FLAVOUR.get("db_env", "OPENCODE_DB"))
     if override:
         return Path(override) if os.path.isabs(override) else data / override
-    return data / "opencode.db"
+    return data / FLAVOUR.get("db", "opencode.db")
 
 
 def session_exists(db: Path, sid: str) -> bool:
@@ -140,8 +145,8 @@ def session_exists(db: Path, sid: str) -> bool:
     return row is not None
 
 
-def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    # Its output goes to a file, not a pipe: OpenCode (a Bun binary) can exit before a pipe
+def cli(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    # Its output goes to a file, not a pipe: the CLI (a Bun binary) can exit before a pipe
     # has taken all of a long output (seen here: `opencode export` cut at 64 KiB).
     with tempfile.TemporaryFile() as out:
         proc = subprocess.run(
@@ -152,7 +157,7 @@ def opencode(exe: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
         stdout = out.read().decode("utf-8", "replace")
     if proc.returncode != 0:
         raise RuntimeError(
-            f"opencode {args[0]} exited {proc.returncode}: {(proc.stderr or stdout)[-800:]}"
+            f"{CLI} {args[0]} exited {proc.returncode}: {(proc.stderr or stdout)[-800:]}"
         )
     return stdout
 
@@ -190,19 +195,22 @@ def _without_comments(text: str) -> str:
 
 
 def configured_model(env: dict[str, str], cwd: Path) -> tuple[str, str] | None:
-    """The ``provider/model`` OpenCode 1.18 runs a session with when ``-m`` is not given,
-    as this home configures it, and where: ``OPENCODE_CONFIG_CONTENT``, the project's
-    ``opencode.json[c]``, ``OPENCODE_CONFIG``, then the global ``opencode.jsonc``,
-    ``opencode.json``, ``config.json`` in ``$XDG_CONFIG_HOME/opencode`` (the files its log
-    says it loads; a later one overrides an earlier)."""
-    config_dir = Path(env.get("XDG_CONFIG_HOME") or Path(env["HOME"]) / ".config") / "opencode"
+    """The ``provider/model`` the CLI runs a session with when ``-m`` is not given, as this
+    home configures it, and where (OpenCode 1.18; Kilo 7.7 names them after itself):
+    ``OPENCODE_CONFIG_CONTENT``, the project's ``opencode.json[c]``, ``OPENCODE_CONFIG``, then
+    the global ``opencode.jsonc``, ``opencode.json``, ``config.json`` in
+    ``$XDG_CONFIG_HOME/opencode`` (the files its log says it loads; a later one overrides an
+    earlier)."""
+    data = FLAVOUR.get("data", "opencode")
+    config_dir = Path(env.get("XDG_CONFIG_HOME") or Path(env["HOME"]) / ".config") / data
+    var = CLI.upper()
     places: list[tuple[str, str | None]] = [
-        ("OPENCODE_CONFIG_CONTENT", env.get("OPENCODE_CONFIG_CONTENT"))
+        (f"{var}_CONFIG_CONTENT", env.get(f"{var}_CONFIG_CONTENT"))
     ]
-    files = [cwd / "opencode.jsonc", cwd / "opencode.json"]
-    if env.get("OPENCODE_CONFIG"):
-        files.append(Path(env["OPENCODE_CONFIG"]))
-    files += [config_dir / n for n in ("opencode.jsonc", "opencode.json", "config.json")]
+    files = [cwd / f"{CLI}.jsonc", cwd / f"{CLI}.json"]
+    if env.get(f"{var}_CONFIG"):
+        files.append(Path(env[f"{var}_CONFIG"]))
+    files += [config_dir / n for n in (f"{CLI}.jsonc", f"{CLI}.json", "config.json")]
     for file in files:
         try:
             places.append((str(file), file.read_text("utf-8")))
@@ -214,7 +222,7 @@ def configured_model(env: dict[str, str], cwd: Path) -> tuple[str, str] | None:
         try:
             data = json.loads(_without_comments(text))
         except ValueError as exc:
-            fail(1, f"cannot read the OpenCode config {where}: {exc}")
+            fail(1, f"cannot read the {LABEL} config {where}: {exc}")
         model = data.get("model") if isinstance(data, dict) else None
         if isinstance(model, str) and "/" in model:
             return model, where
@@ -222,7 +230,7 @@ def configured_model(env: dict[str, str], cwd: Path) -> tuple[str, str] | None:
 
 
 def bind_model(doc: dict[str, Any], env: dict[str, str], cwd: Path, given: str | None) -> bool:
-    """Set the session's ``info.model`` (what ``opencode run --session`` answers with when
+    """Set the session's ``info.model`` (what ``<cli> run --session`` answers with when
     ``-m`` is not given: a model the home does not have is "Unexpected server error") to
     the model the home configures, or ``given``; keep the source's on a round trip when
     the home configures none; refuse by name otherwise. True when it changed."""
@@ -236,9 +244,9 @@ def bind_model(doc: dict[str, Any], env: dict[str, str], cwd: Path, given: str |
         fail(
             3,
             f"refusing to install: the session names the model {named} of another "
-            "harness and the home configures no OpenCode model, so `opencode run --session` "
-            'could not continue it; set "model" in ~/.config/opencode/opencode.json or '
-            "pass --model PROVIDER/MODEL",
+            f"harness and the home configures no {LABEL} model, so `{CLI} run --session` "
+            f'could not continue it; set "model" in ~/.config/{FLAVOUR.get("data", "opencode")}/'
+            f"{CLI}.json or pass --model PROVIDER/MODEL",
         )
     model, where = found
     provider, name = model.split("/", 1)
@@ -251,7 +259,7 @@ def bind_model(doc: dict[str, Any], env: dict[str, str], cwd: Path, given: str |
 
 
 def comparable(doc: dict[str, Any]) -> list[Any]:
-    """The messages and parts as OpenCode keeps them (import copies both as they are)."""
+    """The messages and parts as the CLI keeps them (import copies both as they are)."""
     return [[m["info"], m.get("parts") or []] for m in doc.get("messages") or []]
 
 
@@ -259,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=None, help="home to install into")
     parser.add_argument("--cwd", type=Path, default=None, help="directory to file it under")
-    parser.add_argument("--opencode", default=None, help="the opencode CLI (default: PATH)")
+    parser.add_argument(f"--{CLI}", dest="exe", default=None, help=f"the {CLI} CLI (default: PATH)")
     parser.add_argument(
         "--model", default=None, help="PROVIDER/MODEL to continue with (default: the home's)"
     )
@@ -277,9 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     for _name, each in docs:
         if session_exists(db, each["info"]["id"]):
             fail(3, f"refusing to replace existing session {each['info']['id']} in {db}")
-    exe = args.opencode or shutil.which("opencode", path=env.get("PATH"))
+    exe = args.exe or shutil.which(CLI, path=env.get("PATH"))
     if not exe:
-        fail(1, "the opencode CLI is not on PATH; install opencode-ai or pass --opencode PATH")
+        package = FLAVOUR.get("package", "opencode-ai")
+        fail(1, f"the {CLI} CLI is not on PATH; install {package} or pass --{CLI} PATH")
     if not cwd.is_dir():
         fail(1, f"{cwd} does not exist here; pass --cwd DIR (the session's project folder)")
     bound = bind_model(doc, env, cwd, args.model)
@@ -293,9 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         print("dry run: nothing written")
         return 0
     if home is not None:
-        # the home's folders OpenCode writes to are made here, none through a symlink (the
+        # the home's folders the CLI writes to are made here, none through a symlink (the
         # CLI's own writes follow what it finds; a symlink in the home is refused first)
-        for rel in (".local/share/opencode", ".local/state/opencode", ".config/opencode"):
+        data = FLAVOUR.get("data", "opencode")
+        for rel in (f".local/share/{data}", f".local/state/{data}", f".config/{data}"):
             try:
                 home.mkdir(parents=True, exist_ok=True)
                 os.close(open_folder(home, tuple(rel.split("/"))))
@@ -303,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                 fail(1, f"refusing to write under {home}: {exc}")
             except OSError as exc:
                 fail(1, f"cannot write {home / rel}: {exc.strerror or exc}")
-    scratch = Path(tempfile.mkdtemp(prefix="trajconv-opencode-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"trajconv-{CLI}-"))
     imported: list[str] = []
     try:
         for name, each in docs:
@@ -314,25 +324,25 @@ def main(argv: list[str] | None = None) -> int:
                 document = scratch / f"{len(imported)}.json"
                 document.write_text(json.dumps(each, ensure_ascii=False), "utf-8")
             imported.append(each_id)  # removed again on a failure, even a partial import
-            out = opencode(exe, ["import", str(document)], cwd, env)
+            out = cli(exe, ["import", str(document)], cwd, env)
             if f"Imported session: {each_id}" not in out:
-                raise RuntimeError(f"opencode import said: {out.strip()[-300:]}")
-            back = json.loads(opencode(exe, ["export", each_id], cwd, env))
+                raise RuntimeError(f"{CLI} import said: {out.strip()[-300:]}")
+            back = json.loads(cli(exe, ["export", each_id], cwd, env))
             if comparable(back) != comparable(each):
                 raise RuntimeError(
-                    f"opencode export {each_id} does not give back the messages written"
+                    f"{CLI} export {each_id} does not give back the messages written"
                 )
     except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
         for each_id in reversed(imported):
             if session_exists(db, each_id):
                 try:
-                    opencode(exe, ["session", "delete", each_id], cwd, env)
+                    cli(exe, ["session", "delete", each_id], cwd, env)
                 except (RuntimeError, OSError, subprocess.TimeoutExpired) as undo:
                     fail(1, f"{exc}; removing the partial session {each_id} failed too: {undo}")
         fail(1, f"{exc}; nothing was kept")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    resume = ["opencode", "--session", sid]
+    resume = [CLI, "--session", sid]
     print(f"installed; resume in {cwd} with: " + " ".join(shlex.quote(a) for a in resume))
     return 0
 
