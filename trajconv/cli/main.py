@@ -689,6 +689,15 @@ def verify(file: Path, as_json: bool) -> None:
     metavar="A B",
     help="compare two Snapshot files or export folders, record by record",
 )
+@click.option(
+    "--grep",
+    "grep",
+    default=None,
+    metavar="TEXT",
+    help="show the newest session whose title or any record holds every word of TEXT, as "
+    "`discover --grep` lists them (through the index of `trajconv search`), and name its "
+    "records that hold it on stderr; PATH, if given, is the home to look in",
+)
 @click.option("--json", "as_json", is_flag=True, help="the Snapshot (or the diff) as JSON")
 @limit_options
 def show(**kw: Any) -> None:
@@ -700,10 +709,13 @@ def show(**kw: Any) -> None:
     (a native home or a store) are nested under the tool call that spawned them. --diff A B
     shows two Snapshots side by side (e.g. a source and the re-read of its export folder):
     what was dropped or changed, and the diagnostic that named each difference.
+    --grep TEXT picks the session by what it holds: the newest of those `discover --grep
+    TEXT` lists (of the default homes, or of PATH, a home; --from narrows to a harness).
 
     \b
     trajconv show ~/.grok --session ID                  paged text on a terminal
     trajconv show --latest                              the newest session anywhere
+    trajconv show --grep "ENOENT upload"                the newest session holding both
     trajconv show SNAPSHOT.json --format markdown > session.md
     trajconv show SNAPSHOT.json --format html -o session.html
     trajconv show --diff SNAPSHOT.json EXPORT_DIR
@@ -783,17 +795,10 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
     every word of it; sessions the index could not read are named on stderr."""
     from trajconv import search
 
-    if not text.split():
-        raise UsageError("--grep: give some text to look for")
-    holding, done = search.sessions_holding(listing, text)
+    found, done = search.grep_refs(listing, refs, text)
     for who, reason in done.skipped:
         echo(f"# --grep skipped {who}: {reason}", err=True)
-    low = text.casefold()
-    return [
-        r
-        for r in refs
-        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
-    ]
+    return found
 
 
 @cli.command()

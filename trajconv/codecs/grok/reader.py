@@ -17,6 +17,7 @@ on 1.0.41). Rules implemented here:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -435,24 +436,70 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _is_subagent(summary: dict[str, Any]) -> bool:
+    """Whether a child's parent is worth looking for in the other sessions' registries:
+    Grok marks a sub-agent's own session with a ``session_kind`` that starts with
+    ``subagent`` (README "Input contract"); a session whose ``summary.json`` is missing or
+    unreadable says nothing, so its parent is looked for too."""
+    if not summary:
+        return True
+    kind = summary.get("session_kind")
+    return isinstance(kind, str) and kind.startswith("subagent")
+
+
+#: ``sessions/`` root -> child id -> the ``subagents/<child>/meta.json`` naming it, from one
+#: walk of the root. Reading every session of a home looks a parent up for each sub-agent;
+#: a walk of all sessions per child made reading a home quadratic in its sessions.
+_REGISTRY: dict[Path, dict[str, list[Path]]] = {}
+
+
+def _registry_walk(root: Path) -> dict[str, list[Path]]:
+    """Every ``<group>/<session>/subagents/<child>/meta.json`` under ``root``, by child id
+    (no link followed: issue 34, a link may point anywhere)."""
+    found: dict[str, list[Path]] = {}
+    for group in _real_dirs(root):
+        for sdir in _real_dirs(group):
+            subs = sdir / "subagents"
+            if subs.is_symlink() or not subs.is_dir():
+                continue
+            for child in _real_dirs(subs):
+                meta = child / "meta.json"
+                if not meta.is_symlink() and meta.is_file():
+                    found.setdefault(child.name, []).append(meta)
+    for metas in found.values():
+        metas.sort()
+    _REGISTRY[root] = found
+    return found
+
+
+def _real_dirs(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def _parent_from_meta(sdir: Path, sid: str, b: SnapshotBuilder) -> str | None:
-    """A child's parent, from the parent's ``subagents/<id>/meta.json``."""
+    """A child's parent, from the parent's ``subagents/<id>/meta.json``. The registries are
+    walked once per root and kept; a child the kept walk does not name, or whose entry no
+    longer reads, walks again, so a sub-agent written since is found."""
     root = sdir.parent.parent
     if root.name != layout.SESSIONS:
         return None
-    for meta_path in sorted(root.glob(f"*/*/subagents/{sid}/meta.json")):
-        rel = meta_path.relative_to(root)
-        if any((root / Path(*rel.parts[: i + 1])).is_symlink() for i in range(len(rel.parts))):
-            continue  # a link is not followed (issue 34): it may point anywhere
-        try:
-            data = meta_path.read_bytes()
-            meta = orjson.loads(data)
-        except (OSError, orjson.JSONDecodeError):
-            continue
-        if isinstance(meta, dict):
-            parent = _str(meta.get("parent_session_id")) or meta_path.parents[2].name
-            b.add_artifact(f"parent:subagents/{sid}/meta.json", "application/json", data)
-            return parent
+    cached = _REGISTRY.get(root)
+    for fresh in (False, True) if cached is not None else (True,):
+        metas = _registry_walk(root) if fresh or cached is None else cached
+        for meta_path in metas.get(sid, ()):
+            try:
+                data = meta_path.read_bytes()
+                meta = orjson.loads(data)
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(meta, dict):
+                parent = _str(meta.get("parent_session_id")) or meta_path.parents[2].name
+                b.add_artifact(f"parent:subagents/{sid}/meta.json", "application/json", data)
+                return parent
     return None
 
 
@@ -524,7 +571,8 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         branch=_str(summary.get("head_branch")),
         created_at=_iso(summary.get("created_at")),
         updated_at=_iso(summary.get("last_active_at")) or _iso(summary.get("updated_at")),
-        parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
+        parent_session_id=_str(summary.get("parent_session_id"))
+        or (_parent_from_meta(sdir, sid, b) if _is_subagent(summary) else None),
     )
     proj = _Projector(b, _dead_lines(copy, limits, marker.found), _model_view(sdir, b))
     max_records = limits.max_records
