@@ -29,9 +29,7 @@ from pathlib import Path
 
 from proof import installed_version
 
-HARNESS = None
-"""No ``vibe`` codec exists yet (issue 36): until ``trajconv/codecs/vibe/`` lands, the loader
-is a tool, not a harness, so the rig does not look for a codec by its name."""
+HARNESS = "vibe"
 PACKAGE = "mistral-vibe"
 VERSION = "3.0.3"
 VENV_NAME = "vibe-venv"
@@ -186,3 +184,85 @@ def run_prompt(
         )
     except (OSError, subprocess.SubprocessError) as exc:
         raise VibeLoaderError(f"could not run vibe: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- continuation
+
+JsonObj = dict[str, object]
+
+#: the fixture continued for the baseline: calls, a failed read, a non-zero exit, a denied
+#: command and a resumed second turn
+CONTINUATION_CASE = ("recorded-tools", None)
+#: as a continuation source, what the conversation still differs in, in the other targets
+#: (besides the failures the model saw flagged): nothing seen
+STILL_DIFFERENT: dict[str, int] = {}
+
+
+def unified_dir(home: Path) -> Path:
+    """``home/.vibe/logs/session/unified``: where ``vibe --resume`` looks a session up."""
+    return home / ".vibe" / "logs" / "session" / "unified"
+
+
+def _prime_plugins(home: Path) -> None:
+    """Give ``home`` the CLI's plugin store (``logs/session/plugins/``): a recorded session
+    pins the bundled ``vibe`` plugin by content digest and ``vibe --resume`` refuses it
+    (``plugin_package_unavailable``) when the store lacks it. The store is the one the pinned
+    CLI makes on its first run (same digests: checked with 3.0.3), made by one throwaway turn
+    in a scratch home against the loopback model server."""
+    from proof import tools_dir
+    from proof.continuation import scripted_server
+
+    exe = find(tools_dir())
+    if exe is None:
+        raise VibeLoaderError(
+            f"{PACKAGE}=={VERSION} is not installed: python -m proof install vibe"
+        )
+    with tempfile.TemporaryDirectory(prefix="trajconv-vibe-plugins-") as tmp:
+        scratch, cwd = Path(tmp) / "home", Path(tmp) / "cwd"
+        cwd.mkdir(parents=True)
+        with scripted_server(Path(tmp) / "work") as srv:
+            write_config(scratch / ".vibe", srv.base_url)
+            done = run_prompt(exe, scratch, cwd, "hello")
+        plugins = scratch / ".vibe" / "logs" / "session" / "plugins"
+        if done.returncode != 0 or not plugins.is_dir():
+            raise VibeLoaderError(f"vibe made no plugin store: {done.stderr[-2000:]}")
+        shutil.copytree(plugins, home / ".vibe" / "logs" / "session" / "plugins")
+
+
+def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> None:
+    """Copy a recorded case's ``store/<uuid>/`` folders into ``home``'s unified store, with
+    the plugin store they pin (:func:`_prime_plugins`)."""
+    dest = unified_dir(home)
+    dest.mkdir(parents=True, exist_ok=True)
+    _prime_plugins(home)
+    for folder in sorted((case_dir / "store").iterdir()):
+        if folder.is_dir():
+            shutil.copytree(folder, dest / folder.name)
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[JsonObj]:
+    """Resume the installed session for one ``vibe --resume ID -p PROMPT`` turn against a
+    loopback ModelServer (its log in ``workdir``); the JSON bodies of the model requests.
+    Vibe resumes a session by its id from any folder, so a recorded cwd that is not on this
+    machine is replaced by ``workdir``."""
+    from proof.continuation import main_bodies, scripted_server
+
+    if not (unified_dir(home) / session_id / "CURRENT").is_file():
+        raise VibeLoaderError(f"no session {session_id} under {unified_dir(home)}")
+    run_cwd = Path(cwd) if cwd and Path(cwd).is_dir() else workdir
+    with scripted_server(workdir, model=MODEL) as srv:
+        write_config(home / ".vibe", srv.base_url)
+        done = run_prompt(exe, home, run_cwd, prompt, resume=session_id)
+    if done.returncode != 0:
+        raise VibeLoaderError(f"vibe --resume exited {done.returncode}: {done.stderr[-2000:]}")
+    return main_bodies(workdir / "requests.jsonl")
+
+
+def request_items(body: JsonObj) -> list[JsonObj]:
+    """What the model saw in one Chat Completions request (``openai_items``); a tool result
+    carries no error flag there (the store's ``outcome`` is not sent)."""
+    from proof.continuation import openai_items
+
+    return openai_items(body)
