@@ -57,3 +57,60 @@ def test_prompt_then_resume_carries_history(exe: Path, tmp_path: Path) -> None:
     ]
     later = json.loads((store / "CURRENT").read_text(encoding="utf-8"))
     assert later["generation"] != current["generation"]
+
+
+PROMPT = "Please go on from here."
+
+
+def _continue(exe: Path, export: object, tmp: Path) -> list[dict[str, object]]:
+    """Install an export with its prepare.py into a scratch home and resume it in vibe."""
+    import subprocess
+    import sys
+
+    out_dir = export.out_dir  # type: ignore[attr-defined]
+    sid = export.session_id  # type: ignore[attr-defined]
+    home = tmp / "home"
+    subprocess.run(
+        [sys.executable, str(out_dir / "prepare.py"), "--home", str(home)],
+        check=True,
+        capture_output=True,
+    )
+    return loader.continue_session(exe, home, sid, "", PROMPT, tmp / "work")
+
+
+def _expected(snap: object) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for r in snap.records:  # type: ignore[attr-defined]
+        if r.kind in ("user", "assistant"):
+            out.append((r.kind, r.text))
+        elif r.kind == "tool-call":
+            out.append(("tool-call", r.call.name))
+        elif r.kind == "tool-result":
+            out.append(("tool-result", r.result.output))
+    return out
+
+
+def _seen(items: list[dict[str, object]]) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for it in items:
+        kind = str(it["kind"])
+        if kind == "tool-call":
+            out.append((kind, it["name"]))
+        elif kind in ("user", "assistant", "tool-result"):
+            out.append((kind, it["text"]))
+    return out
+
+
+@pytest.mark.parametrize("harness", ["vibe", "claude", "pi"])
+def test_real_vibe_resumes_a_written_session(exe: Path, harness: str, tmp_path: Path) -> None:
+    import trajconv
+    from proof import continuation as cont
+    from proof.continuation import conversation
+
+    snap = cont.read_fixture(harness)
+    export = trajconv.write(snap, "vibe", tmp_path / "out", allow_lossy=True)
+    bodies = _continue(exe, export, tmp_path)
+    assert len(bodies) == 1, "exactly one model request for the resumed turn"
+    earlier, found = conversation(loader.request_items(bodies[0]), PROMPT)
+    assert found
+    assert _seen(earlier) == _expected(snap)
