@@ -104,8 +104,7 @@ def units_of(
     """Every session named: paths or ids (as ``convert`` takes them), every session of the
     ``homes`` and of the ``stores``; sorted, each once."""
     from trajconv import find
-    from trajconv.store import is_url
-    from trajconv.store.local import is_store
+    from trajconv.store import is_store, is_url
 
     harnesses = list(harnesses or []) or None
     found: set[Unit] = set()

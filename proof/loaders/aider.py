@@ -37,6 +37,9 @@ REPLAYS_REASONING = False
 """Aider sends the model no reasoning again (its history holds none as such)."""
 CONTINUE_CPU_SECONDS = 8
 STILL_DIFFERENT: dict[str, int] = {}
+#: Grok Build holds two answers with nothing between them (Aider's own output is not kept) as
+#: one message: the recorded session's failed edit and its reflection
+STILL_DIFFERENT_IN: dict[str, dict[str, int]] = {"grok": {"untranslated-message-boundary": 1}}
 HISTORY = ".aider.chat.history.md"
 #: how the messages Aider adds around the history begin (``aider/coders/base_prompts.py``,
 #: ``ask_prompts.py``, ``editblock_prompts.py`` of 0.86.2): files and repository context

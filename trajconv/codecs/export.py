@@ -32,7 +32,7 @@ class ExportManifest(BaseModel):
     """What reading an export back uses of its manifest, checked (issue 34: ``show --diff``
     on a manifest of ``{}``, ``[]`` or wrong types ended in a traceback)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     format: Literal["trajconv.export/1"]
     target: Annotated[str, Field(pattern=CODEC_NAME_PATTERN)]

@@ -12,6 +12,8 @@ same way:
   that cannot be written (a full disk) is removed at once (:func:`write_file`);
 * what a run made is undone when it fails (:class:`Undo`): a rerun starts from the home
   as it was, instead of being refused because half a session is there.
+
+It also says why a script stops (:func:`fail`) and digests the export's files (:func:`digest`).
 """
 
 from __future__ import annotations
@@ -19,13 +21,33 @@ from __future__ import annotations
 # -- prepare: body --
 import contextlib as _contextlib
 import errno as _errno
+import hashlib as _hashlib
 import os as _os
+import sys as _sys
 from collections.abc import Iterable as _Iterable
 from pathlib import Path as _Path
+from typing import NoReturn as _NoReturn
 
 NOFOLLOW = getattr(_os, "O_NOFOLLOW", 0)
 NOFOLLOW_DIR = _os.O_RDONLY | getattr(_os, "O_DIRECTORY", 0) | NOFOLLOW
 TMP_SUFFIX = ".prepare-tmp"
+
+
+def fail(code: int, message: str) -> _NoReturn:
+    """Say why on stderr (``prepare: <message>``) and exit with ``code``."""
+    print(f"prepare: {message}", file=_sys.stderr)
+    raise SystemExit(code)
+
+
+def digest(path: _Path) -> tuple[str, int]:
+    """The sha256 (hex) and size of a file, read a MiB at a time."""
+    h = _hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
 
 
 class UnsafeHome(Exception):

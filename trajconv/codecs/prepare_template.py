@@ -20,29 +20,24 @@ exits 1 naming the path; a temporary file a killed run left never blocks a rerun
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shlex
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
     UnsafeHome,
     clear_stale,
+    digest,
+    fail,
     file_chunks,
     open_folder,
     write_file,
 )
 
 HERE = Path(__file__).resolve().parent
-
-
-def fail(code: int, message: str) -> NoReturn:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def inside(home: Path, rel: str) -> Path:
@@ -58,16 +53,6 @@ def inside(home: Path, rel: str) -> Path:
     if target.is_symlink():
         fail(1, f"refusing {rel!r}: {target} is a symlink")
     return target
-
-
-def digest(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
 
 
 def main(argv: list[str] | None = None) -> int:

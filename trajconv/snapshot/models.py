@@ -45,7 +45,7 @@ Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Source(_Model):

@@ -58,13 +58,13 @@ from trajconv.snapshot.fileload import Checked, StoredCheck, load_streamed, veri
 from trajconv.snapshot.models import Artifact, Snapshot
 from trajconv.snapshot.spool import Blob
 from trajconv.staging import staged_folder
+from trajconv.store import MARKER, is_store
 
 if sys.platform != "win32":
     import fcntl
 
 STORE_FORMAT = "trajconv.store/1"
 EXPORT_FORMAT = "trajconv.store-export/1"
-MARKER = "trajconv-store.json"
 SNAPSHOTS = "snapshots"
 ARTIFACTS = "artifacts"
 INDEX = "index.sqlite"
@@ -173,10 +173,6 @@ class Moved:
 
 def now_iso() -> str:
     return iso_ms(datetime.now(UTC))
-
-
-def is_store(path: Path) -> bool:
-    return (path / MARKER).is_file()
 
 
 def id_hex(snapshot_id: str) -> str:

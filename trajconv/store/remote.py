@@ -39,7 +39,7 @@ import orjson
 from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.models import Snapshot
-from trajconv.store import local
+from trajconv.store import MARKER, local
 from trajconv.store.backend import Backend, open_backend
 from trajconv.store.local import (
     _COLUMNS,
@@ -47,7 +47,6 @@ from trajconv.store.local import (
     _SCHEMA,
     ARTIFACTS,
     INDEX,
-    MARKER,
     SNAPSHOTS,
     STORE_FORMAT,
     TMP,

@@ -29,13 +29,15 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO
 
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
     UnsafeHome,
     clear_stale,
+    digest,
     exists_in,
+    fail,
     file_chunks,
     open_folder,
     write_file,
@@ -282,19 +284,6 @@ def read_blob(fh: BinaryIO, bid: str, span: tuple[int, int]) -> bytes:
     return data
 
 
-def fail(code: int, message: str) -> NoReturn:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def find_readout() -> Path:
     """The readout, after every file the manifest lists matches its sha256."""
     manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
@@ -304,7 +293,7 @@ def find_readout() -> Path:
         if rel == "prepare.py":
             continue
         path = HERE / rel
-        if not path.is_file() or digest(path) != entry["sha256"]:
+        if not path.is_file() or digest(path)[0] != entry["sha256"]:
             fail(1, f"{rel}: missing or sha256 mismatch")
         if rel.endswith(".readout.json"):
             readout_path = path

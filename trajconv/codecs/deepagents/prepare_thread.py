@@ -33,9 +33,14 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from trajconv.codecs.prepare_safe import Undo, UnsafeHome, open_folder  # prepare: inline
+from trajconv.codecs.prepare_safe import (  # prepare: inline
+    Undo,
+    UnsafeHome,
+    fail,
+    open_folder,
+)
 
 HERE = Path(__file__).resolve().parent
 SEED = "checkpoint.json"
@@ -78,11 +83,6 @@ def dcode_python() -> str | None:
         return None
     probe = subprocess.run([python, "-c", _PROBE], capture_output=True, check=False)
     return python if probe.returncode == 0 else None
-
-
-def fail(code: int, message: str) -> NoReturn:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def check_files() -> dict[str, Any]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -36,28 +35,15 @@ from pathlib import Path
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
     UnsafeHome,
+    digest,
     exists_in,
+    fail,
     file_chunks,
     open_folder,
     write_file,
 )
 
 HERE = Path(__file__).resolve().parent
-
-
-def fail(code: int, message: str) -> None:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def digest(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
 
 
 def owner(folder: Path) -> str | None:
