@@ -27,7 +27,10 @@ def _one_file_per_harness() -> dict[str, Path]:
         files = sorted(
             p
             for p in folder.rglob("*.jsonl")
-            if p.stat().st_size and "baseline" not in p.name and "subagents" not in p.parts
+            if p.stat().st_size
+            and "baseline" not in p.name
+            and "subagents" not in p.parts
+            and not p.name.startswith("requests-")  # a recorder's model-server log
         )
         if files:
             found[folder.name] = files[0]

@@ -131,6 +131,25 @@ class Target:
     """Native units counted without the reader (None: the counter cannot read it either)."""
 
 
+def _vibe_units(_snap: Snapshot, victim: Path) -> int | None:
+    """Transcript items of the current checkpoint and lines of the recovery journal."""
+    import json as _json
+
+    store = victim.parents[1]
+    try:
+        current = _json.loads((store / "CURRENT").read_bytes())
+        gen = store / "generations" / current["generation"]
+        manifest = _json.loads((gen / "manifest.json").read_bytes())
+        items = sum(
+            len(_json.loads((store / "chunks" / f"{c}.json").read_bytes()))
+            for c in manifest["checkpoint"]["chunks"]
+        )
+        journal = store / manifest["recovery_journal_segment"]["path"]
+        return items + len(journal.read_bytes().splitlines())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 TARGETS: dict[str, Target] = {
     "grok": Target("grok", "*/sessions/*/*/updates.jsonl", "text", _journal_units("updates.jsonl")),
     "copilot": Target(
@@ -163,6 +182,9 @@ TARGETS: dict[str, Target] = {
         "text",
         lambda snap, victim: _journal_units(victim.name)(snap, victim),
     ),
+    # a transcript chunk of the one-session store (a changed checkpoint chunk no longer
+    # matches its digest: vibe refuses it, and so does the reader)
+    "vibe": Target("vibe", "recorded-tools/store/*/chunks/*.json", "text", _vibe_units),
 }
 
 

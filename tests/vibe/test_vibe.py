@@ -102,7 +102,11 @@ def test_discover_and_claims() -> None:
     store = codec.claims(TOOLS.parent)
     assert store is not None and store.what == "store" and store.sessions == (TOOLS.name,)
     assert codec.claims(FIXTURES / "pi") is None
-    assert codec.claims(TOOLS / "CURRENT") is None
+    inner = codec.claims(TOOLS / "CURRENT")
+    assert inner is not None and inner.what == "session" and inner.sessions == (TOOLS.name,)
+    assert codec.claims(VIBE / "recorded-tools" / "requests-1.jsonl") is None
+    journal = sorted((TOOLS / "journal").glob("*.jsonl"))[0]
+    assert trajconv.read("vibe", journal).session.id == TOOLS.name
 
 
 def test_harness_told_without_from(tmp_path: Path) -> None:

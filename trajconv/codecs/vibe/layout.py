@@ -70,8 +70,25 @@ def session_folders(path: Path) -> list[Path]:
     return []
 
 
+def folder_of_file(path: Path) -> Path | None:
+    """The session folder a file of it lies in (``CURRENT``, ``meta.json``, a journal
+    segment, a chunk, a generation document), else None."""
+    for parent in list(path.parents)[:3]:
+        if current_of(parent) is not None:
+            return parent
+    return None
+
+
 def claims(path: Path) -> Claim | None:
-    """A session folder (its ``CURRENT``), the ``unified/`` folder, a home or a user home."""
+    """A session folder (its ``CURRENT``), a file inside one, the ``unified/`` folder, a home
+    or a user home."""
+    if path.is_file():
+        folder = folder_of_file(path)
+        if folder is None:
+            return None
+        current = current_of(folder)
+        assert current is not None
+        return Claim(LIKELY, "session", (str(current["session_id"]),))
     if not path.is_dir():
         return None
     current = current_of(path)
@@ -84,6 +101,8 @@ def claims(path: Path) -> Claim | None:
     if found:
         ids = tuple(p.name for p in found)
         return Claim(CERTAIN if path.name == UNIFIED.name else LIKELY, "store", ids)
+    if any(_children(d) for d in sorted(path.iterdir()) if d.is_dir()):
+        return Claim(LIKELY, "home")  # a folder holding a store folder (a fixture case)
     return None
 
 
@@ -92,6 +111,9 @@ def resolve(path: Path, session: str | None) -> Path:
     if not path.exists():
         raise FormatError(path, "no such file or folder")
     folders = session_folders(path)
+    if not folders:
+        inside = folder_of_file(path)  # a file or folder inside a session folder
+        folders = [inside] if inside is not None else []
     if not folders:
         raise FormatError(path, "not a Mistral Vibe session: no CURRENT naming " + STORE_FORMAT)
     if session is None:

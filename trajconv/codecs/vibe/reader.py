@@ -17,6 +17,9 @@ Format facts: the codec's README.md (read from ``mistral-vibe`` 3.0.3,
   ``bash``, the exit status its JSON text names (``returncode``);
 * records of the recovery journal segment the manifest names (written after the
   generation, replayed by vibe on load) are not projected: ``unknown-kind`` by type;
+* session facts come from ``meta.json`` (the CLI's session log); a store without one (as
+  vibe's import writes it) gives its cwd from the runtime state's ``session_metadata`` and
+  its title and times from the public projection's ``snapshot.session``;
 * record ids are ``vibe:m<n>`` (n: the item's place in the transcript), ``:<k>`` for a
   message's later parts.
 """
@@ -32,7 +35,7 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.common import LineUnit
 from trajconv.codecs.vibe import layout
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "vibe/1"
@@ -211,6 +214,30 @@ class _Projector:
             self.d.add("pending-tool-call", call_id)
 
 
+def _document(
+    b: SnapshotBuilder,
+    budget: _Budget,
+    gen_dir: Path,
+    generation: str,
+    manifest: dict[str, Any],
+    key: str,
+) -> dict[str, Any]:
+    """A generation document the manifest names (``runtime_state``, ``projection_state``),
+    kept as an artifact; its pooled transcript is not read. ``{}`` when it names none."""
+    descriptor = manifest.get(key)
+    if not isinstance(descriptor, dict):
+        return {}
+    name = descriptor.get("path")
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        return {}
+    path = gen_dir / name
+    data = budget.read(path)
+    if hashlib.sha256(body_of(path, data)).hexdigest() != descriptor.get("sha256"):
+        raise FormatError(path, "document does not match its digest in the manifest")
+    b.add_artifact(f"generations/{generation}/{name}", "application/json", data)
+    return _object(path, _json(path, data), name)
+
+
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     folder = layout.resolve(path, session)
@@ -296,13 +323,32 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     env = meta.get("environment")
     config = meta.get("config")
     start, end = _str(meta.get("start_time")), _str(meta.get("end_time"))
+    cwd = _str(env.get("working_directory")) if isinstance(env, dict) else None
+    title = _str(meta.get("title"))
+    created = time_from_iso(start) if start else None
+    updated = time_from_iso(end) if end else None
+    if not meta:
+        # a store vibe's import wrote (no session log yet): the same facts from the
+        # generation's runtime state (``session_metadata.cwd``) and public projection
+        # (``snapshot.session``: ``title``, ``createdAt``, ``updatedAt`` in ms)
+        runtime = _document(b, budget, gen_dir, generation, manifest, "runtime_state")
+        smeta = runtime.get("session_metadata")
+        cwd = _str(smeta.get("cwd")) if isinstance(smeta, dict) else None
+        projected = _document(b, budget, gen_dir, generation, manifest, "projection_state")
+        snap_doc = projected.get("snapshot")
+        public = snap_doc.get("session") if isinstance(snap_doc, dict) else None
+        if isinstance(public, dict):
+            title = _str(public.get("title"))
+            c, u = public.get("createdAt"), public.get("updatedAt")
+            created = time_from_ms(c) if type(c) is int else None
+            updated = time_from_ms(u) if type(u) is int else None
     b.session = Session(
         id=sid,
-        title=_str(meta.get("title")),
-        cwd=_str(env.get("working_directory")) if isinstance(env, dict) else None,
+        title=title,
+        cwd=cwd,
         model=_str(config.get("model_name")) if isinstance(config, dict) else None,
-        created_at=time_from_iso(start) if start else None,
-        updated_at=time_from_iso(end) if end else None,
+        created_at=created,
+        updated_at=updated,
         parent_session_id=_str(meta.get("parent_session_id")),
     )
     return b.build()

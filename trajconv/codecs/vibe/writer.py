@@ -190,6 +190,9 @@ def plan(
         diags.add("untranslated-time", "record times (vibe keeps none per message)", count=timed)
     if session.model:
         diags.add("untranslated-model", "session model (vibe's config names the model)")
+    for rec in snapshot.records:
+        if rec.kind in ("assistant", "reasoning") and rec.model and rec.id not in drop:
+            diags.add("untranslated-model", rec.id)
     if session.parent_session_id:
         diags.add("untranslated-parent-session", "parent session")
     if session.branch:
@@ -197,7 +200,11 @@ def plan(
     if session.title is None:
         diags.add("title-missing", "session title")
 
-    files = _store(sid, workdir, created, session.title, tr.items)
+    updated = iso_ms(session.updated_at)
+    if updated is None:
+        updated = created
+        diags.add("timestamps-synthesized", "updatedAt (the creation time)")
+    files = _store(sid, workdir, created, updated, session.title, tr.items)
     base = f"{UNIFIED}/{sid}"
     return ExportPlan(
         target="vibe",
@@ -254,7 +261,7 @@ def _entries(sid: str, created: int, items: list[JsonObj]) -> list[JsonObj]:
 
 
 def _store(
-    sid: str, cwd: str, created: int, title: str | None, items: list[JsonObj]
+    sid: str, cwd: str, created: int, updated: int, title: str | None, items: list[JsonObj]
 ) -> list[tuple[str, bytes]]:
     files: list[tuple[str, bytes]] = []
 
@@ -314,7 +321,7 @@ def _store(
                 "contextUsage": None, "createdAt": created, "id": sid, "parentSessionId": None,
                 "preview": "", "rootSessionId": sid, "status": {"type": "idle"},
                 "title": title, "titleSource": "manual" if title else "auto",
-                "tokenUsage": None, "updatedAt": created,
+                "tokenUsage": None, "updatedAt": updated,
             },
             "turnQueue": {"items": [], "maxItems": 32, "paused": False},
         },
