@@ -763,14 +763,7 @@ class _FrameLifter:
                 self._close(place)
             self._turn += 1
             self.open = True
-            self.b.add_text(
-                "user",
-                f"fx:{f.seq}",
-                self._text(body, f),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("user", f, self._text(body, f), time)
             images = body.get("images")
             if isinstance(images, list) and images:
                 self.d.add("non-text-content", place, len(images), name="image")
@@ -798,19 +791,20 @@ class _FrameLifter:
                 if body.get("reason") in native.INTERRUPT_REASONS
                 else ("cancelled")
             )
-            self.b.add_text(
-                "system",
-                f"fx:{f.seq}",
-                native.INTERRUPT_PREFIX + str(reason),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("system", f, native.INTERRUPT_PREFIX + str(reason), time)
             self._close(place)
         elif f.kind == native.CONTEXT_CHECKPOINT:
             self.d.add("compaction-state", place, name=f.kind)
         else:
             self.d.add("unknown-kind", place, name=f.kind)
+
+    def _add(
+        self, kind: str, f: native.FxFrame, text: str, time: str | None, model: str | None = None
+    ) -> None:
+        """A ``kind`` record of ``text``: frame ``f``'s unit, in the current turn."""
+        self.b.add_text(
+            kind, f"fx:{f.seq}", text, time=time, turn=self.turn, evidence=self._ev(f), model=model
+        )
 
     def _text(self, body: Obj, f: native.FxFrame) -> str:
         text = body.get("text")
@@ -821,29 +815,14 @@ class _FrameLifter:
     def _in_turn(self, f: native.FxFrame, time: str | None, place: str) -> None:
         body = f.body
         if f.kind == native.STEERING:
-            self.b.add_text(
-                "user",
-                f"fx:{f.seq}",
-                self._text(body, f),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("user", f, self._text(body, f), time)
         elif f.kind == native.ASSISTANT:
             text = self._text(body, f)
             replay = body.get("provider_replay")
             source = replay.get("source") if isinstance(replay, dict) else None
             model = _str(source.get("model")) if isinstance(source, dict) else None
             if text:
-                self.b.add_text(
-                    "assistant",
-                    f"fx:{f.seq}",
-                    text,
-                    time=time,
-                    turn=self.turn,
-                    evidence=self._ev(f),
-                    model=model,
-                )
+                self._add("assistant", f, text, time, model=model)
             else:
                 self.d.add("empty-content", place, name=f.kind)
         elif f.kind == native.TOOL_CALL:
