@@ -24,9 +24,10 @@ from trajconv.cli.main import main
 main()
 """
 
-#: what no small conversion needs: the archive store (and its SQLite and tar), the Snapshot
-#: file reader/writer and its checker, the terminal UI, the views, JSON Schema
-NOT_FOR_CONVERT = (
+#: what no command that lists or converts needs: the archive store (and its SQLite and
+#: tar), the Snapshot file reader/writer and its checker, the terminal UI, the views,
+#: JSON Schema
+HEAVY = (
     "trajconv.store.local",
     "trajconv.store.remote",
     "trajconv.snapshot.io",
@@ -40,6 +41,9 @@ NOT_FOR_CONVERT = (
     "tarfile",
     "jsonschema",
 )
+#: and what a conversion does not need either: the store's object backends, the commands
+#: kept in modules of their own
+NOT_FOR_CONVERT = (*HEAVY, "trajconv.store.backend", "trajconv.cli.search", "trajconv.cli.dataset")
 
 
 def _modules(*args: str, cwd: Path) -> set[str]:
@@ -64,7 +68,7 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 def test_help_and_codecs_import_no_models(args: tuple[str, ...], tmp_path: Path) -> None:
     """Listing commands or codecs builds no pydantic model and reads no codec's modules."""
     modules = _modules(*args, cwd=tmp_path)
-    assert _loaded(modules, ("pydantic", "trajconv.snapshot", *NOT_FOR_CONVERT)) == []
+    assert _loaded(modules, ("pydantic", "trajconv.snapshot", *HEAVY)) == []
     assert _codec_modules(modules) == set()  # each codec's package (its CODEC) only
 
 

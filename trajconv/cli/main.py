@@ -18,9 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from trajconv.cli.dataset import dataset as dataset_command
 from trajconv.cli.echo import echo, json_text
-from trajconv.cli.search import search as search_command
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -237,8 +235,26 @@ def _interrupts_kept() -> Iterator[list[BaseException]]:
             timer.join()
 
 
+_LAZY_COMMANDS = {"dataset": "trajconv.cli.dataset", "search": "trajconv.cli.search"}
+"""Command name -> the module that defines it (under the same name)."""
+
+
 class _Cli(click.Group):
-    """Turns trajconv's own errors into a one-line message and the documented exit code."""
+    """Turns trajconv's own errors into a one-line message and the documented exit code.
+
+    The commands kept in modules of their own (:data:`_LAZY_COMMANDS`) are imported when
+    named or listed (``--help``), so a conversion does not load them (issue 38)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _LAZY_COMMANDS and cmd_name not in self.commands:
+            import importlib
+
+            command = getattr(importlib.import_module(_LAZY_COMMANDS[cmd_name]), cmd_name)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -1220,10 +1236,6 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
-
-
-cli.add_command(search_command)
-cli.add_command(dataset_command)
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from trajconv.errors import UsageError
-from trajconv.store.backend import Backend, is_url, open_backend
 
 if TYPE_CHECKING:
     from trajconv.snapshot.models import Snapshot
+    from trajconv.store.backend import Backend, open_backend
     from trajconv.store.local import (
         EXPORT_FORMAT,
         STORE_FORMAT,
@@ -37,17 +37,27 @@ MARKER = "trajconv-store.json"
 
 
 def __getattr__(name: str) -> Any:
-    """The names of :mod:`trajconv.store.local`, imported on first use: telling whether a
-    path is a store (``convert`` asks) must not import the store, pydantic models and all."""
+    """The names of :mod:`trajconv.store.local` and ``.backend``, imported on first use:
+    telling whether a path is a store (``convert`` asks) must not import the store, its
+    pydantic models and all."""
     if name == "AnyStore":  # what it was before the names below became lazy
         from trajconv.store.local import Store
 
         return Union[Store, "ObjectStore"]
+    if name in ("Backend", "open_backend"):
+        from trajconv.store import backend
+
+        return getattr(backend, name)
     if name in __all__:  # the rest of __all__ not defined here: those of the local store
         from trajconv.store import local
 
         return getattr(local, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_url(location: str | Path) -> bool:
+    """A store location given as ``scheme://...`` (not a plain folder path)."""
+    return isinstance(location, str) and "://" in location
 
 
 def is_store(path: Path) -> bool:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from trajconv.errors import FormatError, TrajconvError, UsageError
+from trajconv.store import is_url
 
 Writer = Callable[[BinaryIO], object]
 
@@ -49,11 +50,6 @@ class Backend(Protocol):
     def list(self, prefix: str) -> Iterator[str]: ...
 
     def stat(self, key: str) -> int | None: ...
-
-
-def is_url(location: str | Path) -> bool:
-    """A store location given as ``scheme://...`` (not a plain folder path)."""
-    return isinstance(location, str) and "://" in location
 
 
 def _key(key: str) -> str:
