@@ -50,6 +50,19 @@ def json_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def json_text_member(doc: str | bytes, key: str) -> str | None:
+    """The non-empty string the JSON object ``doc`` holds under ``key``; ``None`` when it
+    holds none there or ``doc`` is no JSON object (read by :func:`json.loads`)."""
+    import json
+
+    try:
+        value = json.loads(doc)
+    except ValueError:
+        return None
+    member = value.get(key) if isinstance(value, dict) else None
+    return member if isinstance(member, str) and member else None
+
+
 def first_json(path: Path) -> dict[str, Any] | None:
     """The first line of ``path`` as a JSON object (at most :data:`HEAD_BYTES`), else None."""
     return json_object(head(path, HEAD_BYTES).split(b"\n", 1)[0])

@@ -263,6 +263,17 @@ class _Place:
     path: str
 
 
+def _objects(step: Obj, key: str, at: _Place, sub: str) -> Iterator[tuple[int, Obj]]:
+    """The items of the list ``step[key]`` (none when absent), each an object, else a
+    FormatError naming the item's JSON path."""
+    for k, item in enumerate(step.get(key) or []):
+        if not isinstance(item, dict):
+            raise FormatError(
+                at.artifact, f"{at.path}{sub}.{key}[{k}] is not an object", line=at.line
+            )
+        yield k, item
+
+
 class _TurnLifter:
     """Lifts legacy / schema-3 history turns into records; one unit per turn item."""
 
@@ -390,22 +401,10 @@ class _TurnLifter:
                 )
             elif text == "":
                 self.d.add("empty-content", self._sample(at, f"{sub}.assistant"), name="assistant")
-            for k, call in enumerate(step.get("tool_calls") or []):
-                if not isinstance(call, dict):
-                    raise FormatError(
-                        at.artifact,
-                        f"{at.path}{sub}.tool_calls[{k}] is not an object",
-                        line=at.line,
-                    )
+            for k, call in _objects(step, "tool_calls", at, sub):
                 rid = self._call(call, at, f"{sub}.tool_calls[{k}]", f"{at.prefix}s{j}/call{k}")
                 calls.append((str(native.durable_text(call.get("id"))), rid))
-            for k, res in enumerate(step.get("tool_results") or []):
-                if not isinstance(res, dict):
-                    raise FormatError(
-                        at.artifact,
-                        f"{at.path}{sub}.tool_results[{k}] is not an object",
-                        line=at.line,
-                    )
+            for k, res in _objects(step, "tool_results", at, sub):
                 answered.add(
                     self._result(res, at, f"{sub}.tool_results[{k}]", f"{at.prefix}s{j}/result{k}")
                 )
