@@ -41,8 +41,7 @@ from trajconv.codecs.base import (
     name_status_not_sent,
     safe_component,
 )
-from trajconv.codecs.common import iso_ms, uuid_session_id
-from trajconv.errors import RefusedError
+from trajconv.codecs.common import iso_ms, uuid_session_id, work_folder
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
 
@@ -127,9 +126,7 @@ def plan(
     diags = Diagnostics()
     drop = check_continuable(snapshot, "vibe", allow_lossy=allow_lossy)
     session = snapshot.session
-    workdir = cwd or session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write vibe: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, "vibe", cwd)
     own = snapshot.source.harness == "vibe"
     sid = safe_component(uuid_session_id(snapshot, diags, "vibe-session"), "session id")
     created = iso_ms(session.created_at) or iso_ms(
