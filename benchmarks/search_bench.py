@@ -1,6 +1,6 @@
 """Search benchmark: cold and warm ``trajconv search`` over generated Grok homes.
 
-    python benchmarks/search_bench.py [--sessions 300,1000,10000] [--out FILE.md]
+    python benchmarks/search_bench.py [--sessions 300,1000,10000] [--repeat N] [--out FILE.md]
 
 For each size, a temporary GROK_HOME holds that many small sessions (the archive
 benchmark's generator: copies of two hand-made fixtures under fresh ids). Measured through
@@ -97,12 +97,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", default="300,1000,10000")
     parser.add_argument("--out", type=Path, default=REPO / "evidence" / "search-benchmark.md")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="measure each size this many times (a row each)"
+    )
     args = parser.parse_args()
-    rows = [measure(int(n)) for n in args.sessions.split(",")]
+    rows = [measure(int(n)) for n in args.sessions.split(",") for _run in range(args.repeat)]
     lines = [
         "# Search benchmark",
         "",
-        "`python benchmarks/search_bench.py` (generated Grok homes; the library in one process).",
+        "`python benchmarks/search_bench.py --repeat "
+        f"{args.repeat}` (generated Grok homes; the library in one process;",
+        "a row per run).",
         "Cold: the first search reads every session and builds the index. Warm: the same",
         "search again, which lists and stats every session and reads none. Queries: 40",
         "searches of ten words (hits and misses) on the warm index, limit 20. Wall and",

@@ -30,6 +30,7 @@ however the work was spread.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -431,11 +432,8 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **dataclasses.asdict(self),
             "out": str(self.out),
-            "format": self.format,
-            "sessions": self.sessions,
-            "rows": self.rows,
-            "failed": self.failed,
             "redactions": dict(sorted(self.redactions.items())),
             "left_out": dict(sorted(self.left_out.items())),
         }

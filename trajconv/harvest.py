@@ -15,6 +15,7 @@ the ``trajconv.codecs`` entry-point group registers.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import signal
@@ -91,15 +92,7 @@ class Outcome:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "harness": self.harness,
-            "session_id": self.session_id,
-            "status": self.status,
-            "snapshot_id": self.snapshot_id,
-            "previous_id": self.previous_id,
-            "records": self.records,
-            "error": self.error,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

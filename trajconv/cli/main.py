@@ -381,6 +381,16 @@ VERBOSE = click.option(
     "-v", "--verbose", is_flag=True, help="name every home looked at, found or not"
 )
 
+SESSION = click.option(
+    "--session", default=None, help="session id inside a home or store holding several"
+)
+
+REDACT = click.option(
+    "--redact",
+    is_flag=True,
+    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
+    "leave the native bytes out: for sharing",
+)
 
 FORCE = click.option(
     "--force",
@@ -405,7 +415,7 @@ FORCE = click.option(
     type=click.Path(path_type=Path),
     help="Snapshot file (default: stdout); an existing one is kept unless --force",
 )
-@click.option("--session", default=None, help="session id inside a home or store holding several")
+@SESSION
 @FORCE
 @limit_options
 def read(
@@ -496,7 +506,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     default=None,
     help="export folder (with --install, a new temporary one when left out)",
 )
-@click.option("--session", default=None, help="session id inside a home or store holding several")
+@SESSION
 @click.option(
     "--latest",
     is_flag=True,
@@ -510,12 +520,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     default=None,
     help="also keep the Snapshot in this file",
 )
-@click.option(
-    "--redact",
-    is_flag=True,
-    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
-    "leave the native bytes out: for sharing",
-)
+@REDACT
 @click.option(
     "--install",
     is_flag=True,
@@ -673,7 +678,7 @@ def verify(file: Path, as_json: bool) -> None:
 @_harness_opt(
     "--from", "source", help_text="harness PATH comes from; told from its files when left out"
 )
-@click.option("--session", default=None, help="session id inside a home or store holding several")
+@SESSION
 @click.option(
     "--latest",
     is_flag=True,
@@ -690,12 +695,7 @@ def verify(file: Path, as_json: bool) -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="write to FILE"
 )
 @click.option("--full", is_flag=True, help="unfold reasoning; show long text and output whole")
-@click.option(
-    "--redact",
-    is_flag=True,
-    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
-    "leave the native bytes out: for sharing",
-)
+@REDACT
 @click.option(
     "--diff",
     "diff_paths",

@@ -7,6 +7,7 @@ a codec module imports its reader and writer only when they are used.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tempfile
@@ -106,16 +107,7 @@ class SessionRef:
     size: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "harness": self.harness,
-            "session_id": self.session_id,
-            "path": str(self.path),
-            "title": self.title,
-            "cwd": self.cwd,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "size": self.size,
-        }
+        return {**dataclasses.asdict(self), "path": str(self.path)}
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,13 @@ from trajconv.codecs.base import check_continuable, safe_component
 from trajconv.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Container, Iterator
+
+    from trajconv.codecs.base import Limits
     from trajconv.snapshot.builder import SnapshotBuilder
     from trajconv.snapshot.diagnostics import Diagnostics
     from trajconv.snapshot.models import Snapshot
+    from trajconv.snapshot.spool import Spool
 
 #: how much of a file ``layout.claims`` may look at: a first line, never a whole read
 HEAD_BYTES = 64 * 1024
@@ -44,6 +48,19 @@ def json_object(data: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def json_text_member(doc: str | bytes, key: str) -> str | None:
+    """The non-empty string the JSON object ``doc`` holds under ``key``; ``None`` when it
+    holds none there or ``doc`` is no JSON object (read by :func:`json.loads`)."""
+    import json
+
+    try:
+        value = json.loads(doc)
+    except ValueError:
+        return None
+    member = value.get(key) if isinstance(value, dict) else None
+    return member if isinstance(member, str) and member else None
 
 
 def first_json(path: Path) -> dict[str, Any] | None:
@@ -132,6 +149,40 @@ def open_write(
     return Opening(diags, drop, workdir, sid)
 
 
+#: a session folder's lock and temporary files, never kept (:func:`other_files`)
+SKIP_SUFFIXES = (".lock", ".tmp")
+
+
+def other_files(
+    folder: Path, known: Container[str], limits: Limits, budget: int, skip_dirs: Container[str] = ()
+) -> Iterator[tuple[Path, str]]:
+    """Every other file of a session folder for the reader to keep byte for byte, with its
+    name relative to ``folder``: not a symlink, not one of the ``known`` names the reader
+    parses, not a lock or temporary file, not under a top folder in ``skip_dirs``. Their
+    sizes after ``budget`` bytes over ``limits.max_session_bytes`` is a LimitError."""
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if (
+            not path.is_file()
+            or path.is_symlink()
+            or rel in known
+            or path.name.endswith(SKIP_SUFFIXES)
+            or rel.split("/", 1)[0] in skip_dirs
+        ):
+            continue
+        budget += path.stat().st_size
+        limits.check("max_session_bytes", budget, folder)
+        yield path, rel
+
+
+def spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
+    """The chunks of a file a writer wrote to ``spool`` (kept alive until the export is
+    written), as an ``ExportFile``'s content."""
+    from trajconv.snapshot.spool import Blob
+
+    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
+
+
 class LineProjector(Protocol):
     """What a :class:`LineUnit` adds to: the reader's projection of one file."""
 
@@ -186,6 +237,32 @@ class LineUnit:
         self.add(
             lambda rid, ev: proj.b.add_text(
                 kind, rid, text, time=self.time, turn=proj.turn, evidence=ev, model=model
+            ),
+            native_kind,
+            path,
+        )
+
+    def result(
+        self,
+        call_id: str,
+        ok: bool,
+        output: str,
+        native_kind: str,
+        path: str | None,
+        exit_code: int | None = None,
+    ) -> None:
+        """The line's next record: the result of the tool call ``call_id``."""
+        proj = self.proj
+        self.add(
+            lambda rid, ev: proj.b.add_result(
+                rid,
+                call_id,
+                ok,
+                output,
+                time=self.time,
+                turn=proj.turn,
+                evidence=ev,
+                exit_code=exit_code,
             ),
             native_kind,
             path,

@@ -165,27 +165,21 @@ class _Steps:
         self.media(media, f"{artifact}:{at}.message")
         model = _str(step.get("model_name")) or self.default_model
         if source == "agent":
-            reasoning = step.get("reasoning_content")
-            if reasoning:
-                b.add_text(
-                    "reasoning",
-                    f"{rid}:r",
-                    reasoning,
-                    time=time,
-                    turn=None,
-                    evidence=ev(".reasoning_content"),
-                    model=model,
-                )
-            if text:
-                b.add_text(
-                    "assistant",
-                    f"{rid}:m",
-                    text,
-                    time=time,
-                    turn=None,
-                    evidence=ev(".message"),
-                    model=model,
-                )
+            said = (
+                ("reasoning", "r", step.get("reasoning_content"), ".reasoning_content"),
+                ("assistant", "m", text, ".message"),
+            )
+            for kind, key, body, path in said:
+                if body:
+                    b.add_text(
+                        kind,
+                        f"{rid}:{key}",
+                        body,
+                        time=time,
+                        turn=None,
+                        evidence=ev(path),
+                        model=model,
+                    )
             for j, call in enumerate(step.get("tool_calls") or ()):
                 b.add_call(
                     f"{rid}:c{j}",

@@ -37,7 +37,7 @@ from typing import Any
 from trajconv.codecs.base import Limits
 from trajconv.codecs.claude import layout, native
 from trajconv.codecs.common import LineUnit
-from trajconv.codecs.jsonl import Utf8Tally, file_lines, iter_file_objects, read_bounded
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, file_lines, iter_file_objects, read_bounded
 from trajconv.errors import LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -279,20 +279,7 @@ class _Projector:
         match = native.EXIT_CODE.match(output)
         exit_code = int(match.group(1)) if match else None
         self.done.add(call_id)
-        unit.add(
-            lambda rid, ev: self.b.add_result(
-                rid,
-                call_id,
-                not failed,
-                output,
-                time=unit.time,
-                turn=self.turn,
-                evidence=ev,
-                exit_code=exit_code,
-            ),
-            "tool_result",
-            path,
-        )
+        unit.result(call_id, not failed, output, "tool_result", path, exit_code)
 
     def assistant(self, unit: _Unit, obj: dict[str, Any]) -> None:
         msg = obj.get("message")
@@ -395,14 +382,7 @@ def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> li
         budget += sub.stat().st_size
         limits.check("max_session_bytes", budget, sub)
         utf8 = Utf8Tally()
-        blob = b.add_artifact_file(
-            rel,
-            "application/x-ndjson",
-            sub,
-            limits.max_session_bytes,
-            "max_session_bytes",
-            utf8=utf8.verdict,
-        )
+        _blob, copy = copy_jsonl(b, rel, sub, limits, utf8)
         meta = layout.sidecar(sub.with_name(sub.stem + layout.META_SUFFIX), links)
         call_id = None
         if meta is not None:
@@ -412,8 +392,7 @@ def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> li
                 read_bounded(meta, 16 * 1024**2),
             )
             call_id = native.spawning_call(kept.read())
-        assert blob.whole_file is not None
-        found.append(_Sub(sub, rel, blob.whole_file, utf8, call_id))
+        found.append(_Sub(sub, rel, copy, utf8, call_id))
     _links_skipped(links, path.parent, b)
     return found
 
@@ -514,16 +493,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         Source(harness="claude", harness_version=None, session_id=sid, locator=locator), READER
     )
     utf8 = Utf8Tally()
-    blob = b.add_artifact_file(
-        name,
-        "application/x-ndjson",
-        transcript,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    copy = blob.whole_file
-    assert copy is not None
+    blob, copy = copy_jsonl(b, name, transcript, limits, utf8)
     subs: list[_Sub] = []
     if subagent:
         _subagent_meta(transcript, b)

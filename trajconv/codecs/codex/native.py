@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from trajconv.codecs.base import CODEX_EXEC_EXIT, CODEX_PATCH_EXIT
+from trajconv.codecs.common import json_text_member
 
 SESSION_META = "session_meta"
 RESPONSE_ITEM = "response_item"
@@ -120,7 +121,6 @@ def output_failed(kind: str, text: str) -> bool | None:
 
 def parse_arguments(raw: Any) -> Any:
     """``function_call.arguments`` is JSON text; invalid JSON (model output) stays text."""
-    import json
 
     if not isinstance(raw, str):
         return raw
@@ -137,9 +137,4 @@ SPAWN_TOOL = "spawn_agent"
 
 def spawned_thread(output: str) -> str | None:
     """The thread id a ``spawn_agent`` output names, or ``None``."""
-    try:
-        doc = json.loads(output)
-    except ValueError:
-        return None
-    agent = doc.get("agent_id") if isinstance(doc, dict) else None
-    return agent if isinstance(agent, str) and agent else None
+    return json_text_member(output, "agent_id")

@@ -41,7 +41,7 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.codex import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, iter_file_objects, project_jsonl
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import (
     EvidenceFields,
@@ -171,10 +171,7 @@ class _Projector:
         )
 
     def item(self, number: int, p: dict[str, Any], time: str | None) -> None:
-        ptype = p.get("type")
-        if not isinstance(ptype, str):  # a type that is no name is an unknown kind
-            ptype = repr(ptype)[:40]
-        nk = f"{native.RESPONSE_ITEM}:{ptype}"
+        ptype, nk = _kind(native.RESPONSE_ITEM, p)
         place = self.place(number)
         if ptype == "message":
             role = p.get("role")
@@ -285,10 +282,7 @@ class _Projector:
         call[2] = True
 
     def event(self, number: int, p: dict[str, Any], time: str | None) -> None:
-        ptype = p.get("type")
-        if not isinstance(ptype, str):  # a type that is no name is an unknown kind
-            ptype = repr(ptype)[:40]
-        nk = f"{native.EVENT_MSG}:{ptype}"
+        ptype, nk = _kind(native.EVENT_MSG, p)
         place = self.place(number)
         if ptype == "item_completed":
             item = p.get("item") if isinstance(p.get("item"), dict) else {}
@@ -383,22 +377,21 @@ def _index(
     return found
 
 
+def _kind(line_type: str, p: dict[str, Any]) -> tuple[str, str]:
+    """The payload's type and its native kind (``<line type>:<payload type>``)."""
+    ptype = p.get("type")
+    if not isinstance(ptype, str):  # a type that is no name is an unknown kind
+        ptype = repr(ptype)[:40]
+    return ptype, f"{line_type}:{ptype}"
+
+
 def _project(
     b: SnapshotBuilder, rollout: Path, meta: dict[str, Any], sid: str, limits: Limits, prefix: str
 ) -> _Projector:
     """Keep the rollout as an artifact and make its records in ``b``; the session facts."""
     artifact = rollout.name
     utf8 = Utf8Tally()
-    blob = b.add_artifact_file(
-        artifact,
-        "application/x-ndjson",
-        rollout,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    copy = blob.whole_file
-    assert copy is not None
+    _blob, copy = copy_jsonl(b, artifact, rollout, limits, utf8)
     if not meta:
         b.diagnostics.add("metadata-missing", f"{artifact}:1")
     # a sub-agent's row is kept beside its parent's, under its thread id
@@ -423,11 +416,7 @@ def _project(
         or (_str(spawn.get("parent_thread_id")) if isinstance(spawn, dict) else None)
         or _str(index.get("parent_thread_id")),
     }
-    max_records = limits.max_records
-    for number, obj in iter_file_objects(copy, artifact, b.diagnostics, limits, utf8):
-        proj.line(number, obj)
-        if b.record_count > max_records:
-            raise LimitError(rollout, "max_records", max_records, line=number)
+    project_jsonl(proj.line, copy, artifact, b, limits, utf8, rollout)
     proj.finish()
     b.session = Session(**facts, model=proj.model, updated_at=proj.last_time)
     return proj

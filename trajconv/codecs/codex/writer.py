@@ -35,11 +35,11 @@ from typing import Any, BinaryIO
 
 from trajconv.codecs.base import ExportFile, ExportPlan, dropped_code
 from trajconv.codecs.codex import layout, native
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.export import generic_prepare_script
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Child, Snapshot
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 #: the provider id Codex uses when config.toml names none (its built-in OpenAI provider)
 DEFAULT_PROVIDER = "openai"
@@ -95,10 +95,6 @@ def _is_patch(name: str, arguments: Any) -> bool:
         and set(arguments) == {"input"}
         and isinstance(arguments["input"], str)
     )
-
-
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
 def _write_body(
@@ -235,7 +231,7 @@ def _child_thread(snapshot: Snapshot, child: Child, diags: Diagnostics) -> str:
 def _with_head(head: bytes, body: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
     def chunks() -> Iterator[bytes]:
         yield head
-        yield from _spooled(body, spool)()
+        yield from spooled(body, spool)()
 
     return chunks
 

@@ -263,6 +263,17 @@ class _Place:
     path: str
 
 
+def _objects(step: Obj, key: str, at: _Place, sub: str) -> Iterator[tuple[int, Obj]]:
+    """The items of the list ``step[key]`` (none when absent), each an object, else a
+    FormatError naming the item's JSON path."""
+    for k, item in enumerate(step.get(key) or []):
+        if not isinstance(item, dict):
+            raise FormatError(
+                at.artifact, f"{at.path}{sub}.{key}[{k}] is not an object", line=at.line
+            )
+        yield k, item
+
+
 class _TurnLifter:
     """Lifts legacy / schema-3 history turns into records; one unit per turn item."""
 
@@ -390,22 +401,10 @@ class _TurnLifter:
                 )
             elif text == "":
                 self.d.add("empty-content", self._sample(at, f"{sub}.assistant"), name="assistant")
-            for k, call in enumerate(step.get("tool_calls") or []):
-                if not isinstance(call, dict):
-                    raise FormatError(
-                        at.artifact,
-                        f"{at.path}{sub}.tool_calls[{k}] is not an object",
-                        line=at.line,
-                    )
+            for k, call in _objects(step, "tool_calls", at, sub):
                 rid = self._call(call, at, f"{sub}.tool_calls[{k}]", f"{at.prefix}s{j}/call{k}")
                 calls.append((str(native.durable_text(call.get("id"))), rid))
-            for k, res in enumerate(step.get("tool_results") or []):
-                if not isinstance(res, dict):
-                    raise FormatError(
-                        at.artifact,
-                        f"{at.path}{sub}.tool_results[{k}] is not an object",
-                        line=at.line,
-                    )
+            for k, res in _objects(step, "tool_results", at, sub):
                 answered.add(
                     self._result(res, at, f"{sub}.tool_results[{k}]", f"{at.prefix}s{j}/result{k}")
                 )
@@ -763,14 +762,7 @@ class _FrameLifter:
                 self._close(place)
             self._turn += 1
             self.open = True
-            self.b.add_text(
-                "user",
-                f"fx:{f.seq}",
-                self._text(body, f),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("user", f, self._text(body, f), time)
             images = body.get("images")
             if isinstance(images, list) and images:
                 self.d.add("non-text-content", place, len(images), name="image")
@@ -798,19 +790,20 @@ class _FrameLifter:
                 if body.get("reason") in native.INTERRUPT_REASONS
                 else ("cancelled")
             )
-            self.b.add_text(
-                "system",
-                f"fx:{f.seq}",
-                native.INTERRUPT_PREFIX + str(reason),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("system", f, native.INTERRUPT_PREFIX + str(reason), time)
             self._close(place)
         elif f.kind == native.CONTEXT_CHECKPOINT:
             self.d.add("compaction-state", place, name=f.kind)
         else:
             self.d.add("unknown-kind", place, name=f.kind)
+
+    def _add(
+        self, kind: str, f: native.FxFrame, text: str, time: str | None, model: str | None = None
+    ) -> None:
+        """A ``kind`` record of ``text``: frame ``f``'s unit, in the current turn."""
+        self.b.add_text(
+            kind, f"fx:{f.seq}", text, time=time, turn=self.turn, evidence=self._ev(f), model=model
+        )
 
     def _text(self, body: Obj, f: native.FxFrame) -> str:
         text = body.get("text")
@@ -821,29 +814,14 @@ class _FrameLifter:
     def _in_turn(self, f: native.FxFrame, time: str | None, place: str) -> None:
         body = f.body
         if f.kind == native.STEERING:
-            self.b.add_text(
-                "user",
-                f"fx:{f.seq}",
-                self._text(body, f),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("user", f, self._text(body, f), time)
         elif f.kind == native.ASSISTANT:
             text = self._text(body, f)
             replay = body.get("provider_replay")
             source = replay.get("source") if isinstance(replay, dict) else None
             model = _str(source.get("model")) if isinstance(source, dict) else None
             if text:
-                self.b.add_text(
-                    "assistant",
-                    f"fx:{f.seq}",
-                    text,
-                    time=time,
-                    turn=self.turn,
-                    evidence=self._ev(f),
-                    model=model,
-                )
+                self._add("assistant", f, text, time, model=model)
             else:
                 self.d.add("empty-content", place, name=f.kind)
         elif f.kind == native.TOOL_CALL:

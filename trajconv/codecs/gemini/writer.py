@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, BinaryIO
@@ -31,14 +31,14 @@ from trajconv.codecs.base import (
     dropped_code,
     name_joined_models,
 )
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.gemini import layout
 from trajconv.codecs.gemini.reader import resumable
 from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Record, Snapshot, ToolResult
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
 _THOUGHT = re.compile(r"^\*\*(.+?)\*\*\s?(.*)$", re.DOTALL)
@@ -171,10 +171,6 @@ class _Messages:
         return msg
 
 
-def _spooled(path: Any, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
-
-
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
@@ -280,7 +276,7 @@ def plan(
         meta["summary"] = session.title
     minute = datetime.fromisoformat(started.replace("Z", "+00:00")).astimezone(UTC)
     name = f"session-{minute.strftime('%Y-%m-%dT%H-%M')}-{sid[:8]}.jsonl"
-    chunks = _spooled(body_path, spool)
+    chunks = spooled(body_path, spool)
 
     def data() -> Iterator[bytes]:
         yield _line(meta)

@@ -25,8 +25,15 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
+from trajconv.codecs.common import other_files
 from trajconv.codecs.grok import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
+from trajconv.codecs.jsonl import (
+    Utf8Tally,
+    copy_jsonl,
+    iter_file_objects,
+    project_jsonl,
+    read_bounded,
+)
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -34,7 +41,6 @@ from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "grok/1"
 JOURNAL = layout.UPDATES
-SKIP_SUFFIXES = (".lock", ".tmp")
 _CHUNK_ROLES = {native.AGENT_CHUNK: "assistant", native.THOUGHT_CHUNK: "reasoning"}
 
 
@@ -505,18 +511,7 @@ def _parent_from_meta(sdir: Path, sid: str, b: SnapshotBuilder) -> str | None:
 
 def _sidecars(sdir: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> None:
     """Every other file of the session folder, byte for byte (lock and temp files aside)."""
-    for path in sorted(sdir.rglob("*")):
-        rel = path.relative_to(sdir).as_posix()
-        if (
-            not path.is_file()
-            or path.is_symlink()
-            or rel in (layout.UPDATES, layout.SUMMARY)
-            or path.name.endswith(SKIP_SUFFIXES)
-        ):
-            continue
-        size = path.stat().st_size
-        budget += size
-        limits.check("max_session_bytes", budget, sdir)
+    for path, rel in other_files(sdir, (layout.UPDATES, layout.SUMMARY), limits, budget):
         if rel.endswith(".json"):
             # Small, and its secrets are stripped from the whole bytes.
             data = read_bounded(path, limits.max_session_bytes)
@@ -544,17 +539,9 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     if not journal.is_file():
         raise FormatError(journal, "missing: a Grok session without updates.jsonl has no history")
     utf8 = Utf8Tally()  # the parse below tells whether the journal is UTF-8
-    blob = b.add_artifact_file(
-        layout.UPDATES,
-        "application/x-ndjson",
-        journal,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-        watch=(marker := _MarkerScan()),
+    blob, copy = copy_jsonl(
+        b, layout.UPDATES, journal, limits, utf8, watch=(marker := _MarkerScan())
     )
-    copy = blob.whole_file
-    assert copy is not None  # add_artifact_file writes a file of its own
     _sidecars(sdir, b, limits, blob.size)
     for meta in sorted((sdir / "subagents").glob("*/meta.json")):
         # Grok keeps a sub-agent as a session of its own; this reader does not read it
@@ -575,11 +562,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         or (_parent_from_meta(sdir, sid, b) if _is_subagent(summary) else None),
     )
     proj = _Projector(b, _dead_lines(copy, limits, marker.found), _model_view(sdir, b))
-    max_records = limits.max_records
-    for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits, utf8):
-        proj.line(number, obj)
-        if b.record_count > max_records:
-            raise LimitError(journal, "max_records", max_records, line=number)
+    project_jsonl(proj.line, copy, JOURNAL, b, limits, utf8, journal)
     proj.finish()
     return b.build()
 

@@ -22,8 +22,6 @@ them: Grok reads a missing line ``timestamp`` as 0 and tolerates lines without
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
@@ -35,10 +33,10 @@ from trajconv.codecs.base import (
     name_status_not_sent,
 )
 from trajconv.codecs.common import iso_ms as _ms
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.grok import layout, native
 from trajconv.snapshot.models import Snapshot
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
 
@@ -124,11 +122,6 @@ class _ChatHistory:
     def result(self, call_id: str, output: str) -> None:
         self.close()
         self._write({"type": "tool_result", "tool_call_id": call_id, "content": output})
-
-
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    """The chunks of a file written to ``spool`` (kept alive until the export is written)."""
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
 def plan(
@@ -270,8 +263,8 @@ def plan(
 
     base = f"home/.grok/{layout.SESSIONS}/{group}/{sid}"
     files = [
-        ExportFile(f"{base}/{layout.UPDATES}", _spooled(updates_path, spool)),
-        ExportFile(f"{base}/{layout.CHAT_HISTORY}", _spooled(chat_path, spool)),
+        ExportFile(f"{base}/{layout.UPDATES}", spooled(updates_path, spool)),
+        ExportFile(f"{base}/{layout.CHAT_HISTORY}", spooled(chat_path, spool)),
     ]
     if layout.needs_cwd_file(group):
         files.append(

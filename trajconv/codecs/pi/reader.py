@@ -37,7 +37,7 @@ from typing import Any
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.common import LineUnit
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, iter_file_objects
 from trajconv.codecs.pi import layout
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
@@ -269,20 +269,7 @@ class _Projector:
             match = EXIT_TAIL.search(output)
             exit_code = int(match.group(1)) if match else None
         self.done.add(call_id)
-        unit.add(
-            lambda rid, ev: self.b.add_result(
-                rid,
-                call_id,
-                not failed,
-                output,
-                time=unit.time,
-                turn=self.turn,
-                evidence=ev,
-                exit_code=exit_code,
-            ),
-            "toolResult",
-            "$.message",
-        )
+        unit.result(call_id, not failed, output, "toolResult", "$.message", exit_code)
 
     def finish(self) -> None:
         for call_id in sorted(self.calls - self.done):
@@ -314,16 +301,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         Source(harness="pi", harness_version=None, session_id=sid, locator=locator), READER
     )
     utf8 = Utf8Tally()
-    blob = b.add_artifact_file(
-        name,
-        "application/x-ndjson",
-        file,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    copy = blob.whole_file
-    assert copy is not None
+    _blob, copy = copy_jsonl(b, name, file, limits, utf8)
     try:
         header = _header(copy, name, limits)
     except FormatError as exc:

@@ -32,9 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from trajconv.codecs.base import (
@@ -45,11 +43,12 @@ from trajconv.codecs.base import (
     name_status_not_sent,
     safe_component,
 )
+from trajconv.codecs.common import spooled
 from trajconv.codecs.pi import layout
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot, ToolResult
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 #: the session format version pi 0.73.1 writes (``CURRENT_SESSION_VERSION``)
 VERSION = 3
@@ -201,11 +200,6 @@ class _Lowerer:
 
 def order_of(block: JsonObj) -> int:
     return {"thinking": 0, "text": 1, "toolCall": 2}[str(block["type"])]
-
-
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    """The chunks of a file written to ``spool`` (kept alive until the export is written)."""
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
 def own_provider(snapshot: Snapshot) -> str | None:
@@ -377,7 +371,7 @@ def plan(
         target="pi",
         session_id=sid,
         snapshot_id=snapshot.id,
-        files=[ExportFile(f"home/{rel}", _spooled(path, spool), 0o644)],
+        files=[ExportFile(f"home/{rel}", spooled(path, spool), 0o644)],
         session_paths=[rel],
         resume_argv=resume,
         diagnostics=diags.to_models(),
