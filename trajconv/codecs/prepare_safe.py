@@ -25,7 +25,9 @@ import hashlib as _hashlib
 import os as _os
 import sys as _sys
 from collections.abc import Iterable as _Iterable
+from collections.abc import Iterator as _Iterator
 from pathlib import Path as _Path
+from typing import Any as _Any
 from typing import NoReturn as _NoReturn
 
 NOFOLLOW = getattr(_os, "O_NOFOLLOW", 0)
@@ -50,6 +52,18 @@ def digest(path: _Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
+def check_file(here: _Path, entry: dict[str, _Any]) -> _Path:
+    """The export's file that the manifest row ``entry`` names (under ``here``); the script
+    stops when it is missing or its sha256 or size is not the manifest's."""
+    src: _Path = here / entry["path"]
+    if not src.is_file():
+        fail(1, f"missing file {entry['path']}")
+    sha, size = digest(src)
+    if sha != entry["sha256"] or size != entry["size"]:
+        fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+    return src
+
+
 class UnsafeHome(Exception):
     """A folder of the install path is a symlink or not a folder (refused: exit 1)."""
 
@@ -62,24 +76,39 @@ class Undo:
         self.home = home
         self.files: list[tuple[str, ...]] = []
         self.dirs: list[tuple[str, ...]] = []
+        self.where: object = home
+        """What is being written now, for the message of :meth:`guard`."""
 
     def rollback(self) -> None:
-        for parts in reversed(self.files):
+        made = [(p, _os.unlink) for p in reversed(self.files)]
+        for parts, remove in [*made, *((p, _os.rmdir) for p in reversed(self.dirs))]:
             with _contextlib.suppress(OSError, UnsafeHome):
                 fd = open_folder(self.home, parts[:-1], create=False)
                 try:
-                    _os.unlink(parts[-1], dir_fd=fd)
-                finally:
-                    _os.close(fd)
-        for parts in reversed(self.dirs):
-            with _contextlib.suppress(OSError, UnsafeHome):
-                fd = open_folder(self.home, parts[:-1], create=False)
-                try:
-                    _os.rmdir(parts[-1], dir_fd=fd)
+                    remove(parts[-1], dir_fd=fd)
                 finally:
                     _os.close(fd)
         self.files.clear()
         self.dirs.clear()
+
+    @_contextlib.contextmanager
+    def guard(self, *, refuse_existing: bool = False) -> _Iterator[None]:
+        """Undo what the writes in the ``with`` block made if any of them fails; an unsafe
+        home or a write that fails ends the script, naming :attr:`where` (with
+        ``refuse_existing``, a file that exists already ends it with code 3)."""
+        try:
+            yield
+        except UnsafeHome as exc:
+            self.rollback()
+            fail(1, f"refusing to write under {self.where}: {exc}; nothing was installed")
+        except OSError as exc:
+            self.rollback()
+            if refuse_existing and isinstance(exc, FileExistsError):
+                fail(3, f"refusing to replace existing file {self.where}")
+            fail(1, f"cannot write {self.where}: {exc.strerror or exc}; nothing was installed")
+        except BaseException:
+            self.rollback()
+            raise
 
 
 def open_folder(

@@ -28,9 +28,8 @@ from pathlib import Path
 
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
-    UnsafeHome,
+    check_file,
     clear_stale,
-    digest,
     fail,
     file_chunks,
     open_folder,
@@ -65,12 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     files = [f for f in manifest["files"] if f["path"].startswith("home/")]
     for entry in files:
-        src = HERE / entry["path"]
-        if not src.is_file():
-            fail(1, f"missing file {entry['path']}")
-        sha, size = digest(src)
-        if sha != entry["sha256"] or size != entry["size"]:
-            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+        check_file(HERE, entry)
     for rel in manifest["session_paths"]:
         target = inside(home, rel)
         if not clear_stale(target):  # a killed run's temporary files do not count
@@ -85,29 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
         undo = Undo(home)
-        where = home
-        try:
+        with undo.guard():
             home.mkdir(parents=True, exist_ok=True)  # a fresh --home, as before: made, not opened
             for path, mode in dirs:
-                where = path
+                undo.where = path
                 os.close(open_folder(home, path.relative_to(home).parts, mode, undo))
             for src, dst, mode in plan:
-                where = dst
+                undo.where = dst
                 parts = dst.relative_to(home).parts
                 fd = open_folder(home, parts[:-1], None, undo)
                 try:
                     write_file(fd, parts[-1], file_chunks(src), mode, undo, parts)
                 finally:
                     os.close(fd)
-        except UnsafeHome as exc:
-            undo.rollback()
-            fail(1, f"refusing to write under {where}: {exc}; nothing was installed")
-        except OSError as exc:
-            undo.rollback()
-            fail(1, f"cannot write {where}: {exc.strerror or exc}; nothing was installed")
-        except BaseException:
-            undo.rollback()
-            raise
     resume = manifest["resume"]["argv"]
     print(
         ("dry run: nothing written; " if args.dry_run else "installed; ")

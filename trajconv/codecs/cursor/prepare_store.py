@@ -33,7 +33,6 @@ from typing import Any, BinaryIO
 
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
-    UnsafeHome,
     clear_stale,
     digest,
     exists_in,
@@ -343,7 +342,8 @@ def build(
             fail(1, f"cannot build the store in {tmp}: {exc}; nothing was installed")
         parts = target.relative_to(home).parts
         undo = Undo(home)
-        try:
+        undo.where = target
+        with undo.guard():
             parent = open_folder(home, parts[:-1], 0o700, undo)
             try:
                 if exists_in(parent, parts[-1]):
@@ -359,15 +359,6 @@ def build(
                     write_file(fd, f.name, file_chunks(f), mode, undo, (*parts, f.name))
             finally:
                 os.close(fd)
-        except UnsafeHome as exc:
-            undo.rollback()
-            fail(1, f"refusing to write under {target}: {exc}; nothing was installed")
-        except OSError as exc:
-            undo.rollback()
-            fail(1, f"cannot write {target}: {exc.strerror or exc}; nothing was installed")
-        except BaseException:
-            undo.rollback()
-            raise
 
 
 def main(argv: list[str] | None = None) -> int:

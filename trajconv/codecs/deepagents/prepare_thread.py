@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import importlib.util
 import json
 import os
@@ -38,6 +37,7 @@ from typing import Any
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
     UnsafeHome,
+    check_file,
     fail,
     open_folder,
 )
@@ -90,12 +90,7 @@ def check_files() -> dict[str, Any]:
     for entry in manifest["files"]:
         if entry["path"] == "prepare.py":
             continue
-        path = HERE / entry["path"]
-        if not path.is_file():
-            fail(1, f"missing file {entry['path']}")
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["size"]:
-            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+        check_file(HERE, entry)
     seed = json.loads((HERE / SEED).read_text("utf-8"))
     problems = validate(seed)
     if problems:

@@ -34,8 +34,7 @@ from pathlib import Path
 
 from trajconv.codecs.prepare_safe import (  # prepare: inline
     Undo,
-    UnsafeHome,
-    digest,
+    check_file,
     exists_in,
     fail,
     file_chunks,
@@ -148,12 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     files = [f for f in manifest["files"] if f["path"].startswith("home/")]
     marker = session = None
     for entry in files:
-        src = HERE / entry["path"]
-        if not src.is_file():
-            fail(1, f"missing file {entry['path']}")
-        sha, size = digest(src)
-        if sha != entry["sha256"] or size != entry["size"]:
-            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+        check_file(HERE, entry)
         parts = Path(entry["path"]).parts
         if parts[:3] != ("home", ".gemini", "tmp") or ".." in parts:
             fail(1, f"unexpected path {entry['path']!r} in a Gemini CLI export")
@@ -203,11 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
         undo = Undo(home)
-        where = home
-        try:
+        with undo.guard(refuse_existing=True):
             home.mkdir(parents=True, exist_ok=True)
             for src, dst, mode in plan:
-                where = dst
+                undo.where = dst
                 parts = dst.relative_to(home).parts
                 fd = open_folder(home, parts[:-1], None, undo)
                 try:
@@ -218,18 +211,6 @@ def main(argv: list[str] | None = None) -> int:
                                replace=False)  # fmt: skip
                 finally:
                     os.close(fd)
-        except FileExistsError:
-            undo.rollback()
-            fail(3, f"refusing to replace existing file {where}")
-        except UnsafeHome as exc:
-            undo.rollback()
-            fail(1, f"refusing to write under {where}: {exc}; nothing was installed")
-        except OSError as exc:
-            undo.rollback()
-            fail(1, f"cannot write {where}: {exc.strerror or exc}; nothing was installed")
-        except BaseException:
-            undo.rollback()
-            raise
     if max_age is not None:
         print(WARNING.replace("SETTINGS", str(gemini / "settings.json")), file=sys.stderr)
     resume = manifest["resume"]["argv"]

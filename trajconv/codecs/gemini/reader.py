@@ -26,7 +26,14 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.gemini import layout
-from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code, parts_of, result_of
+from trajconv.codecs.genai import (
+    SHELL,
+    SNAPSHOT,
+    add_function_call,
+    exit_code,
+    parts_of,
+    result_of,
+)
 from trajconv.codecs.jsonl import iter_file_objects
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
@@ -330,17 +337,9 @@ class _Projector:
             call_id = f"{rid}:call:{len(self.calls)}"
             self.d.add("ids-not-unique", f"{art}:{line}")
         ev = self._ev(art, line, si, "gemini/functionCall", call_id)
-        args = fc.get("args") if fc.get("args") is not None else {}
-        self.b.add_call(
-            f"{rid}:call:{call_id}",
-            call_id,
-            str(fc.get("name") or ""),
-            args,
-            time=time,
-            turn=self.turn,
-            evidence=ev,
+        self.calls[call_id] = add_function_call(
+            self.b, fc, rid, call_id, time=time, turn=self.turn, evidence=ev
         )
-        self.calls[call_id] = f"{rid}:call:{call_id}"
 
     def response(
         self,
