@@ -124,6 +124,15 @@ class Opening(NamedTuple):
     """The session id as a UUID (:func:`uuid_session_id`), safe as a path component."""
 
 
+def work_folder(snapshot: Snapshot, target: str, cwd: str | None) -> str:
+    """The working folder a writer writes the session for: ``cwd`` given, else the
+    session's; else RefusedError naming ``--cwd``."""
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError(f"refusing to write {target}: the session has no cwd; pass --cwd DIR")
+    return workdir
+
+
 def open_write(
     snapshot: Snapshot,
     target: str,
@@ -142,9 +151,7 @@ def open_write(
     drop = check_continuable(
         snapshot, target, allow_lossy=allow_lossy, refuse_pending=refuse_pending
     )
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError(f"refusing to write {target}: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, target, cwd)
     sid = safe_component(uuid_session_id(snapshot, diags, f"{target}-session"), "session id")
     return Opening(diags, drop, workdir, sid)
 

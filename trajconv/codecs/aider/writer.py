@@ -28,6 +28,7 @@ from typing import Any
 
 from trajconv.codecs.aider import layout
 from trajconv.codecs.base import ExportFile, ExportPlan
+from trajconv.codecs.common import work_folder
 from trajconv.codecs.export import generic_prepare_script
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -60,9 +61,7 @@ def plan(
 ) -> ExportPlan:
     diags = Diagnostics()
     # nothing needs pairs and a history may end with what the user typed: Aider restores it
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write aider: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, "aider", cwd)
     own = snapshot.source.harness == "aider"
     parts: list[str] = []
     start = snapshot.session.created_at

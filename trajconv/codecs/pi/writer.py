@@ -43,9 +43,8 @@ from trajconv.codecs.base import (
     name_status_not_sent,
     safe_component,
 )
-from trajconv.codecs.common import spooled
+from trajconv.codecs.common import spooled, work_folder
 from trajconv.codecs.pi import layout
-from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot, ToolResult
 from trajconv.snapshot.spool import Spool
@@ -249,9 +248,7 @@ def plan(
     diags = Diagnostics()
     drop = check_continuable(snapshot, "pi", allow_lossy=allow_lossy)
     session = snapshot.session
-    workdir = cwd or session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write pi: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, "pi", cwd)
     if cwd and session.cwd and cwd != session.cwd:
         diags.add("untranslated-cwd", "header cwd")
     own = snapshot.source.harness == "pi"
