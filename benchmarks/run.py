@@ -568,7 +568,11 @@ def startup_section(start: list[Row], repeat: int) -> list[str]:
         "(as an installed trajconv does). CPU is the process's user + system time "
         "(`os.wait4`): issue 38 asks at most 250 ms for a small conversion. The two Python "
         "rows are the floor: the interpreter alone, and it importing pydantic, which every "
-        "conversion needs for its Snapshot models.",
+        "conversion needs for its Snapshot models. Load average (1, 5, 15 min) when this "
+        "section was written: "
+        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        + f" on {os.cpu_count()} CPUs (a loaded machine inflates CPU times too: compare the "
+        "ratios).",
         "",
         "| command | wall ms | CPU ms | CPU x `python -c pass` | CPU x `import pydantic` | note |",
         "|---|---:|---:|---:|---:|---|",

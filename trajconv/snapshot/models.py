@@ -5,8 +5,6 @@ harness-specific field belongs here: what no record can express stays as bytes
 in ``artifacts`` and ``evidence`` points at it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
@@ -188,7 +186,7 @@ class Artifact(_Model):
     def blob(self) -> Blob | None:
         return self._blob
 
-    def with_blob(self, blob: Blob | None) -> Artifact:
+    def with_blob(self, blob: Blob | None) -> "Artifact":
         """This artifact without inline ``data``, its bytes in ``blob``."""
         art = self.model_copy(update={"data": None}) if self.data is not None else self
         art._blob = blob
