@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    projection,
+    tiny_session,
+)
+from trajconv import api
 from trajconv.codecs import registry
 from trajconv.codecs.base import CERTAIN
 from trajconv.codecs.vibe import layout
@@ -260,3 +268,18 @@ def test_a_session_without_cwd_is_refused() -> None:
     bare = snap.model_copy(update={"session": snap.session.model_copy(update={"cwd": None})})
     with pytest.raises(RefusedError):
         trajconv.write(bare, "vibe", Path("/nonexistent/out"))
+
+
+def test_what_a_resumed_vibe_does_not_send_is_named(tmp_path: Path) -> None:
+    """Another harness's system text is kept but not sent (vibe sends its own prompt), and
+    two answers with nothing kept between them are one message's two texts, sent as one."""
+    snap = tiny_session(
+        ("system", "context"), ("user", "hi"), ("assistant", "One."), ("observation", "o"),
+        ("assistant", "Two."),
+    )  # fmt: skip
+    export = trajconv.write(snap, "vibe", tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("system-not-sent") == 1
+    assert codes.get("untranslated-message-boundary") == 1
+    again = api.reread(export.out_dir, "vibe", export.session_id)
+    assert [r.text for r in again.records if r.kind == "assistant"] == ["One.", "Two."]

@@ -147,8 +147,15 @@ def plan(
         if rec.time is not None:
             timed += 1
         if rec.kind in ("user", "system"):
+            if rec.kind == "system" and not own:
+                # kept in the transcript, but a resumed vibe 3.0.3 sends the model its own
+                # system prompt only (a Codex session's context was not in its request)
+                diags.add("system-not-sent", rec.id)
             tr.text(rec.kind, rec.text)
         elif rec.kind == "assistant":
+            if tr.parts and tr.parts[-1]["type"] == "text":
+                # two texts of one assistant message reach the model as one text
+                diags.add("untranslated-message-boundary", rec.id)
             tr.parts.append({"type": "text", "text": rec.text})
         elif rec.kind == "reasoning":
             tr.parts.append({"type": "reasoning", "content": [{"type": "text", "text": rec.text}]})
