@@ -66,9 +66,14 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 @pytest.mark.parametrize("args", [("--help",), ("codecs",), ("convert", "--help")])
 def test_help_and_codecs_import_no_models(args: tuple[str, ...], tmp_path: Path) -> None:
-    """Listing commands or codecs builds no pydantic model and reads no codec's modules."""
+    """Listing commands or codecs builds no pydantic model, reads no codec's modules and
+    does not import ``importlib.metadata`` (nor ``difflib``, wanted only for a typo)."""
     modules = _modules(*args, cwd=tmp_path)
-    assert _loaded(modules, ("pydantic", "trajconv.snapshot", *HEAVY)) == []
+    # nor importlib.metadata (trajconv.distinfo reads the entry points and the version)
+    assert (
+        _loaded(modules, ("pydantic", "trajconv.snapshot", "importlib.metadata", "difflib", *HEAVY))
+        == []
+    )
     assert _codec_modules(modules) == set()  # each codec's package (its CODEC) only
 
 
