@@ -1,8 +1,6 @@
-"""The trajconv version, from the installed distribution."""
+"""The trajconv version, from the installed distribution (read without importing
+``importlib.metadata``: see :mod:`trajconv.distinfo`)."""
 
-from importlib.metadata import PackageNotFoundError, version
+from trajconv.distinfo import version
 
-try:
-    __version__ = version("trajconv")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+source"
+__version__ = version("trajconv") or "0.0.0+source"  # None: a source tree without install

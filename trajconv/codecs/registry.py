@@ -1,16 +1,16 @@
 """Codecs come from the ``trajconv.codecs`` entry-point group, built-ins included.
 
-Loading is lazy: ``names()`` reads entry-point metadata only; a codec module is
+Loading is lazy: ``names()`` reads entry-point metadata only (``trajconv.distinfo``,
+the same discovery as ``importlib.metadata`` without importing it); a codec module is
 imported the first time it is asked for.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
-from importlib.metadata import EntryPoint, entry_points
 
 from trajconv.codecs.base import Codec
+from trajconv.distinfo import EntryPoint, entry_points
 from trajconv.errors import UsageError
 
 GROUP = "trajconv.codecs"
@@ -52,6 +52,8 @@ def get(name: str) -> Codec:
         if key in codec.aliases:
             return codec
     known = names() + [a for c in all_codecs() for a in c.aliases]
+    import difflib
+
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"; did you mean {close[0]}?" if close else f"; known: {', '.join(names())}"
     raise UsageError(f"unknown harness {name!r}{hint}")
