@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / ".data"
 GENERATOR_VERSION = 7
 SEED = 20261130
-SIZES = {"10MB": 10 * 1024**2, "100MB": 100 * 1024**2, "1GB": 1024**3}
+SIZES = {"10MB": 10 * 1024**2, "100MB": 100 * 1024**2, "1GB": 1024**3, "176KB": 176 * 1024}
+"""``176KB``: the small sessions whose conversion ``run.py --startup`` times (issue 38)."""
 HARNESSES = (
     "grok", "copilot", "fx1", "fx4", "cursor", "deepagents", "gemini", "opencode", "claude",
     "codex",

@@ -89,13 +89,17 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "missing"): ("untranslated-reasoning",),
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
-    ("user", "missing"): ("untranslated-user", "untranslated-steering"),
+    ("user", "missing"): ("untranslated-user", "untranslated-steering", "user-read-as-command"),
     ("user", "context"): ("context-not-projected",),
     ("context", "missing"): ("context-not-projected", "untranslated-system", "system-not-sent"),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary", "reasoning-as-text"),
-    ("tool-call", "missing"): ("untranslated-pending-call",),
-    ("tool-result", "missing"): ("untranslated-orphan-result", "repeated-result-replayed"),
+    ("tool-call", "missing"): ("untranslated-pending-call", "untranslated-tool-call"),
+    ("tool-result", "missing"): (
+        "untranslated-orphan-result",
+        "repeated-result-replayed",
+        "untranslated-tool-result",
+    ),
     ("tool-result", "error"): ("untranslated-exit-code", "untranslated-tool-status"),
     ("tool-result", "text"): ("exit-status-in-text",),
 }
@@ -302,11 +306,17 @@ def items_of(name: str, bodies: list[JsonObj]) -> list[Item]:
 
 
 def install_export(name: str, export_dir: Path, home: Path) -> None:
-    """Install an export into ``home`` with the target's hook, else with its ``prepare.py``."""
-    hook = getattr(_module(name), "install_export", None)
+    """Install an export into ``home`` with the target's hook, else with its ``prepare.py``
+    after the target's ``before_install(home)`` (the settings its offline runs use, which a
+    prepare may check: Gemini CLI's session retention)."""
+    module = _module(name)
+    hook = getattr(module, "install_export", None)
     if callable(hook):
         hook(export_dir, home)
         return
+    setup = getattr(module, "before_install", None)
+    if callable(setup):
+        setup(home)
     done = subprocess.run(
         [sys.executable, str(export_dir / "prepare.py"), "--home", str(home)],
         capture_output=True,
@@ -617,6 +627,31 @@ def _reasoning_as_text(items: list[Item], shown: int) -> tuple[list[Item], list[
     return out, diffs
 
 
+def _joined(diffs: list[Difference]) -> list[Difference]:
+    """A target that joins consecutive messages of one kind sends one where the baseline has
+    several: the first differs in text, holding the others, which are missing. Each item
+    joined is one difference (a boundary lost, which the writer names), so the first's text
+    difference is dropped when its text is exactly its own and the missing ones' texts."""
+
+    def bare(text: object) -> str:
+        return "".join(str(text).split())
+
+    missing = [
+        (d.kind, bare(d.baseline.get("text", "")))
+        for d in diffs
+        if d.what == "missing" and d.baseline is not None
+    ]
+    dropped: list[Difference] = []
+    for host in diffs:
+        if host.what != "text" or host.baseline is None or host.got is None:
+            continue
+        got = bare(host.got.get("text", ""))
+        parts = [text for kind, text in missing if kind == host.kind and text and text in got]
+        if parts and bare(host.baseline.get("text", "")) + "".join(parts) == got:
+            dropped.append(host)
+    return [d for d in diffs if not any(d is x for x in dropped)]
+
+
 def compare(
     source: str,
     target: str,
@@ -663,6 +698,7 @@ def compare(
                 Difference(kind, f, base[ai], got[j]) for f in _fields(base[ai], got[j], failed)
             )
         diffs.extend(Difference(str(got[j].get("kind")), "extra", None, got[j]) for j in pending)
+    diffs = _joined(diffs)
     budget = dict(codes)
     budget["reasoning-as-text"] = budget.get("reasoning-as-text", 0) - len(shown)
     for d in diffs:

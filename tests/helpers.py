@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trajconv.snapshot.builder import SnapshotBuilder
 from trajconv.snapshot.diagnostics import REGISTRY, unit_count
-from trajconv.snapshot.models import Snapshot
+from trajconv.snapshot.models import Session, Snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -105,3 +106,60 @@ def fixture_homes() -> list[tuple[str, Path]]:
             if refs:
                 cases.append((codec.name, case))
     return cases
+
+
+def rebuilt(
+    snapshot: Snapshot, count: int | None = None, session: Session | None = None
+) -> Snapshot:
+    """The first ``count`` records (all by default) of ``snapshot`` as a Snapshot of its own
+    (no artifacts, no sub-agents), its session facts replaced by ``session`` when given: a
+    changed Snapshot whose hashes hold, as a reader would have made it. A whole copy keeps
+    the diagnostics' codes, counts and first samples."""
+    b = SnapshotBuilder(snapshot.source, snapshot.producer.reader)
+    b.session = session if session is not None else snapshot.session
+    if count is None:
+        for d in snapshot.diagnostics:
+            b.diagnostics.add(d.code, d.samples[0] if d.samples else None, d.count)
+    for rec in snapshot.records[:count]:
+        at = {"time": rec.time, "turn": rec.turn, "evidence": rec.evidence}
+        if rec.kind == "tool-call":
+            b.add_call(rec.id, rec.call.id, rec.call.name, rec.call.arguments, **at)
+        elif rec.kind == "tool-result":
+            r = rec.result
+            b.add_result(
+                rec.id,
+                r.call_id,
+                r.ok,
+                r.output,
+                truncated=r.truncated,
+                exit_code=r.exit_code,
+                **at,
+            )
+        else:
+            b.add_text(rec.kind, rec.id, rec.text, model=getattr(rec, "model", None), **at)
+    return b.build()
+
+
+def tiny_session(*steps: tuple[str, str], cwd: str = "/work/demo") -> Snapshot:
+    """A small Grok-sourced session of ``(kind, text)`` steps: user, assistant, reasoning,
+    system or observation text, ``("call", name)`` (a shell call) or ``("result", output)``
+    (its ok result), for writer tests that need a given order of records."""
+    from trajconv.snapshot.builder import evidence
+    from trajconv.snapshot.models import Source
+
+    b = SnapshotBuilder(
+        Source(harness="grok", harness_version=None, session_id="tiny", locator="x"), "test"
+    )
+    b.session = Session(id="019c0000-4444-7000-8000-000000000001", cwd=cwd)
+    ev = evidence("updates.jsonl", native="test", line=1)
+    turn = -1
+    for i, (kind, text) in enumerate(steps):
+        turn += kind == "user"
+        at = {"time": None, "turn": max(turn, 0), "evidence": ev}
+        if kind == "call":
+            b.add_call(f"r{i}", f"call-{i}", text, {"cmd": "ls"}, **at)
+        elif kind == "result":
+            b.add_result(f"r{i}", f"call-{i - 1}", True, text, **at)
+        else:
+            b.add_text(kind, f"r{i}", text, **at)
+    return b.build()

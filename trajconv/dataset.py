@@ -30,6 +30,7 @@ however the work was spread.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -104,8 +105,7 @@ def units_of(
     """Every session named: paths or ids (as ``convert`` takes them), every session of the
     ``homes`` and of the ``stores``; sorted, each once."""
     from trajconv import find
-    from trajconv.store import is_url
-    from trajconv.store.local import is_store
+    from trajconv.store import is_store, is_url
 
     harnesses = list(harnesses or []) or None
     found: set[Unit] = set()
@@ -120,7 +120,7 @@ def units_of(
         path = Path(source)
         if is_url(source) or (path.is_dir() and is_store(path)):
             found.update(_store_units(source))
-        elif path.is_file() and _is_snapshot_file(path):
+        elif path.is_file() and find.sniff_snapshot(path):
             snap = Unit("", "", str(path), "file").load()
             found.add(Unit(snap.source.harness, snap.session.id, str(path), "file"))
         elif path.exists():
@@ -148,12 +148,6 @@ def _store_units(location: str) -> Iterator[Unit]:
     with open_store(location) as store:
         for entry in store.sessions():
             yield Unit(entry["harness"], entry["session_id"], location, "store", entry["latest_id"])
-
-
-def _is_snapshot_file(path: Path) -> bool:
-    with path.open("rb") as handle:
-        head = handle.read(512)
-    return head.lstrip().startswith(b"{") and b'"trajconv.snapshot/' in head
 
 
 # -- one session as rows ---------------------------------------------------------------------
@@ -438,11 +432,8 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **dataclasses.asdict(self),
             "out": str(self.out),
-            "format": self.format,
-            "sessions": self.sessions,
-            "rows": self.rows,
-            "failed": self.failed,
             "redactions": dict(sorted(self.redactions.items())),
             "left_out": dict(sorted(self.left_out.items())),
         }

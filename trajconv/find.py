@@ -91,6 +91,12 @@ def list_sessions(
             if harnesses:  # asked for by name: say why nothing is listed
                 listing.coverage.append({"harness": c.name, "home": None, "status": "no homes"})
             continue
+        if home is None and not c.homes:  # sessions live in project folders: --home says where
+            if harnesses:
+                listing.coverage.append(
+                    {"harness": c.name, "home": None, "status": "no default home: give --home"}
+                )
+            continue
         root = home if home is not None else c.default_home()
         row: dict[str, Any] = {"harness": c.name, "home": str(root)}
         listing.coverage.append(row)
@@ -149,7 +155,7 @@ def parse_since(value: str) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _same_dir(a: str, b: str) -> bool:
+def same_dir(a: str, b: str) -> bool:
     return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
@@ -162,7 +168,7 @@ def select(
     """The sessions in ``cwd``, updated at or after ``since``."""
     out = []
     for r in refs:
-        if cwd is not None and (r.cwd is None or not _same_dir(r.cwd, cwd)):
+        if cwd is not None and (r.cwd is None or not same_dir(r.cwd, cwd)):
             continue
         if since is not None and (r.updated_at or r.created_at or "") < since:
             continue

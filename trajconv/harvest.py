@@ -15,6 +15,7 @@ the ``trajconv.codecs`` entry-point group registers.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import signal
@@ -29,7 +30,7 @@ from typing import Any
 
 from trajconv.codecs import registry
 from trajconv.codecs.base import Codec, Limits, SessionRef
-from trajconv.errors import NoSpaceError, RefusedError
+from trajconv.errors import NoSpaceError, RefusedError, UsageError
 from trajconv.snapshot.models import Snapshot
 from trajconv.store import is_url, open_store
 
@@ -91,15 +92,7 @@ class Outcome:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "harness": self.harness,
-            "session_id": self.session_id,
-            "status": self.status,
-            "snapshot_id": self.snapshot_id,
-            "previous_id": self.previous_id,
-            "records": self.records,
-            "error": self.error,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -319,7 +312,8 @@ def archive(
                     added = store.add(
                         snap, harness=c.name, session_id=ref.session_id, fingerprint=fp
                     )
-                except NoSpaceError as exc:  # no half entry: its files went, no row
+                except (NoSpaceError, UsageError) as exc:  # no half entry: no files, no row
+                    # (UsageError: a Snapshot whose source is not the session discover named)
                     summary.outcomes.append(
                         Outcome(c.name, ref.session_id, "failed", error=str(exc))
                     )

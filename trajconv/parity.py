@@ -42,9 +42,14 @@ DROP_CODES: dict[str, tuple[str, ...]] = {
     "reasoning": ("untranslated-reasoning",),
     "system": ("untranslated-system",),
     "observation": ("untranslated-observation",),
-    "tool-call": ("untranslated-pending-call",),
-    "tool-result": ("untranslated-orphan-result",),
-    "user": ("untranslated-user", "untranslated-steering", "user-read-as-context"),
+    "tool-call": ("untranslated-pending-call", "untranslated-tool-call"),
+    "tool-result": ("untranslated-orphan-result", "untranslated-tool-result"),
+    "user": (
+        "untranslated-user",
+        "untranslated-steering",
+        "user-read-as-context",
+        "user-read-as-command",
+    ),
     "assistant": ("untranslated-assistant",),
 }
 # Writer codes for records the target keeps, but joined with their neighbours.

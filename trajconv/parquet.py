@@ -24,6 +24,7 @@ optional dependency (``pip install 'trajconv[parquet]'``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -192,12 +193,7 @@ class Exported:
     partitions: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "out": str(self.out),
-            "sessions": self.sessions,
-            "records": self.records,
-            "partitions": self.partitions,
-        }
+        return {**dataclasses.asdict(self), "out": str(self.out)}
 
 
 def _latest(rows: list[IndexRow]) -> Iterator[tuple[IndexRow, int]]:

@@ -32,12 +32,16 @@ from typing import Any
 import orjson
 
 from trajconv.errors import TrajconvError, UsageError
+from trajconv.find import same_dir
 
 INDEX_FORMAT = "trajconv.search/2"
 KINDS = ("user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation")
 #: a record's text beyond this many characters is not indexed (a tool output of megabytes
 #: is found by its first 256 Ki characters)
 MAX_TEXT = 256 * 1024
+#: sessions written per transaction: one commit per session (a WAL sync each) was most of
+#: a cold build's time; a batch still bounds what an interrupted build reads again
+COMMIT_EVERY = 200
 _MIN_TRIGRAM = 3
 _SNIPPET_BEFORE = 60
 _SNIPPET_AFTER = 140
@@ -222,22 +226,23 @@ class Index:
         scope: list[int] = []
         seen: set[str] = set()
         places = set(places)
-        for doc in docs:
-            seen.add(doc.key)
-            have = known.get(doc.key)
-            if have is not None and have[1] == doc.fingerprint:
-                done.unchanged += 1
-                scope.append(have[0])
-                continue
-            try:
-                snap = doc.load()
-                rows = _rows(snap, self.redact)
-            except (TrajconvError, OSError, sqlite3.Error, ValueError) as exc:
-                done.skipped.append((f"{doc.harness} {doc.session_id}", _reason(exc)))
-                if have is not None:
-                    scope.append(have[0])  # what it held when it last read: still findable
-                continue
-            with self.conn:
+        pending = 0  # sessions written since the last commit
+        try:
+            for doc in docs:
+                seen.add(doc.key)
+                have = known.get(doc.key)
+                if have is not None and have[1] == doc.fingerprint:
+                    done.unchanged += 1
+                    scope.append(have[0])
+                    continue
+                try:
+                    snap = doc.load()
+                    rows = _rows(snap, self.redact)
+                except (TrajconvError, OSError, sqlite3.Error, ValueError) as exc:
+                    done.skipped.append((f"{doc.harness} {doc.session_id}", _reason(exc)))
+                    if have is not None:
+                        scope.append(have[0])  # what it held when it last read: still findable
+                    continue
                 if have is not None:
                     self._forget(have[0])
                 sid = self._add(doc, snap)
@@ -250,16 +255,24 @@ class Index:
                         "INSERT INTO body (rowid, text) VALUES (?, ?)", (cur.lastrowid, text)
                     )
                     done.records += 1
-            done.indexed += 1
-            scope.append(sid)
-        gone = [
-            sid for key, (sid, _fp) in known.items() if key not in seen and _place(key) in places
-        ]
-        if gone:
-            with self.conn:
-                for sid in gone:
-                    self._forget(sid)
+                done.indexed += 1
+                scope.append(sid)
+                pending += 1
+                if pending >= COMMIT_EVERY:
+                    self.conn.commit()
+                    pending = 0
+            gone = [
+                sid
+                for key, (sid, _fp) in known.items()
+                if key not in seen and _place(key) in places
+            ]
+            for sid in gone:
+                self._forget(sid)
             done.removed = len(gone)
+            self.conn.commit()
+        except BaseException:
+            self.conn.rollback()  # what the last commit held stays; the rest is read again
+            raise
         return done, scope
 
     def _add(self, doc: Doc, snap: Any) -> int:
@@ -350,7 +363,7 @@ class Index:
         for harness, sid, title, updated, path, store, scwd, child, seq, kind, time, body in rows:
             if short and not all(t in body.casefold() for t in short):
                 continue
-            if cwd is not None and (scwd is None or not _same_dir(scwd, cwd)):
+            if cwd is not None and (scwd is None or not same_dir(scwd, cwd)):
                 continue
             snippet, marks = make_snippet(body, wanted) if snippets else ("", ())
             hits.append(
@@ -393,7 +406,10 @@ def _connect(path: Path, redact: bool) -> sqlite3.Connection:
     except sqlite3.DatabaseError:
         conn.close()
         raise
-    # rows of one session go in in one transaction (``with conn``)
+    # a cache, rebuilt when lost: WAL's NORMAL sync keeps it consistent on a crash and
+    # does not wait for the disk at every commit
+    conn.execute("PRAGMA synchronous = NORMAL")
+    # the rows of a batch of sessions go in in one transaction (``Index.refresh``)
     conn.isolation_level = "DEFERRED"
     return conn
 
@@ -444,10 +460,6 @@ def _quoted(term: str) -> str:
 def _syntax_words(query: str) -> list[str]:
     words = [w.strip('"*()').casefold() for w in query.split()]
     return [w for w in words if w and w not in ("and", "or", "not", "near")]
-
-
-def _same_dir(a: str, b: str) -> bool:
-    return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
 def make_snippet(text: str, terms: Iterable[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
@@ -552,6 +564,37 @@ def sessions_holding(
         done, scope = idx.refresh(docs, places)
         hits = idx.query(text, scope, limit=None, snippets=False)
     return {(h.harness, h.session_id, h.path) for h in hits}, done
+
+
+def grep_refs(
+    listing: Any, refs: Iterable[Any], text: str, index: Path | None = None
+) -> tuple[list[Any], Refresh]:
+    """The sessions of ``refs`` (of ``listing``), in their order, whose title holds ``text``
+    or one of whose records holds every word of it: what ``discover --grep`` lists and
+    ``show --grep`` picks from. Also what the index did (sessions it could not read)."""
+    if not text.split():
+        raise UsageError("--grep: give some text to look for")
+    holding, done = sessions_holding(listing, text, index)
+    low = text.casefold()
+    return [
+        r
+        for r in refs
+        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
+    ], done
+
+
+def records_holding(snapshot: Any, text: str) -> list[dict[str, Any]]:
+    """The records of ``snapshot`` itself (not its sub-agents') that hold every word of
+    ``text``, as :meth:`Index.query` matches them (each a substring, case aside)."""
+    from trajconv.snapshot.spool import record_dicts
+
+    terms = [t.casefold() for t in text.split()]
+    out = []
+    for r in record_dicts(snapshot.records):
+        folded = record_text(r).casefold()
+        if all(t in folded for t in terms):
+            out.append(r)
+    return out
 
 
 def store_docs(location: str) -> tuple[list[Doc], str, Any]:

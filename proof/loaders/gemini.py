@@ -102,6 +102,11 @@ def write_settings(home: Path) -> None:
         path.write_text(json.dumps(SETTINGS, indent=2) + "\n", encoding="utf-8")
 
 
+#: the continuation rig writes the settings before prepare.py, which refuses a session the
+#: CLI's retention would delete (a converted session keeps its source's times, or has none)
+before_install = write_settings
+
+
 def scratch_env(home: Path, base_url: str | None = None) -> dict[str, str]:
     """A minimal environment around a scratch HOME (nothing of the caller's, no real key)."""
     own = {

@@ -23,17 +23,13 @@ This module never prints and never exits; failures are :class:`OpenCodeLoaderErr
 from __future__ import annotations
 
 import json
-import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proof import npm
+from proof import lineage, npm
 from proof import tools_dir as _tools
 
 if TYPE_CHECKING:
@@ -45,13 +41,11 @@ VERSION = "1.18.33"
 NPM_DIR = "npm-opencode"
 
 #: provider and model names the loopback config declares
-PROVIDER = "trajconv"
-MODEL = "scripted"
-
-#: a loopback address where nothing listens (port 9 = discard), for runs that make no request
-OFFLINE_BASE_URL = "http://127.0.0.1:9/v1"
-
-RUN_TIMEOUT = 600.0
+PROVIDER = lineage.PROVIDER
+MODEL = lineage.MODEL
+#: a loopback address where nothing listens, for runs that make no request
+OFFLINE_BASE_URL = lineage.OFFLINE_BASE_URL
+RUN_TIMEOUT = lineage.RUN_TIMEOUT
 
 JsonObj = dict[str, Any]
 
@@ -107,11 +101,6 @@ _QUIET = {
 }
 
 
-def data_dir(home: Path) -> Path:
-    """``$XDG_DATA_HOME/opencode`` of a scratch home (where ``opencode.db`` lives)."""
-    return home / ".local" / "share" / "opencode"
-
-
 def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
     """An OpenCode config whose only model is the loopback server (OpenCode's ``provider`` config, https://opencode.ai/docs/config/)."""
     return {
@@ -119,14 +108,7 @@ def config(base_url: str = OFFLINE_BASE_URL) -> JsonObj:
         "share": "disabled",
         "model": f"{PROVIDER}/{MODEL}",
         "small_model": f"{PROVIDER}/{MODEL}",
-        "provider": {
-            PROVIDER: {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "trajconv loopback",
-                "options": {"baseURL": base_url, "apiKey": "dummy-not-a-key"},
-                "models": {MODEL: {"name": "Scripted model"}},
-            }
-        },
+        "provider": lineage.provider_config(base_url),
     }
 
 
@@ -136,45 +118,10 @@ def scratch_env(home: Path, base_url: str = OFFLINE_BASE_URL) -> dict[str, str]:
     return npm.scratch_env(home, own)
 
 
-def run(
-    exe: Path,
-    home: Path,
-    args: Sequence[str],
-    cwd: Path,
-    *,
-    base_url: str = OFFLINE_BASE_URL,
-    extra_env: Mapping[str, str] | None = None,
-    timeout: float = RUN_TIMEOUT,
-) -> subprocess.CompletedProcess[str]:
-    """``opencode ARGS`` in ``cwd`` with the scratch ``home``; raises when it exits non-zero."""
-    env = scratch_env(home, base_url)
-    if extra_env:
-        env.update(extra_env)
-    try:
-        # stdout to a file, not a pipe: the Bun binary can exit before a pipe has taken all
-        # of a long output (seen: `opencode export` cut at 64 KiB)
-        with tempfile.TemporaryFile() as out:
-            proc = subprocess.run(
-                [str(exe), *args],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.PIPE,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-            out.seek(0)
-            proc.stdout = out.read().decode("utf-8", "replace")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OpenCodeLoaderError(f"cannot run opencode {args[0]}: {exc}") from exc
-    if proc.returncode != 0:
-        raise OpenCodeLoaderError(
-            f"opencode {' '.join(args[:2])} exited {proc.returncode}: "
-            f"{(proc.stderr or proc.stdout).strip()[-2000:]}"
-        )
-    return proc
+#: the commands OpenCode shares with its fork Kilo (``proof/lineage.py``)
+CLI = lineage.LineageCLI("opencode", OpenCodeLoaderError, scratch_env, "opencode", "opencode.db")
+run = CLI.run
+data_dir = CLI.data_dir
 
 
 def version(exe: Path) -> str:
@@ -183,89 +130,15 @@ def version(exe: Path) -> str:
 
 # --------------------------------------------------------------------------- list/import/export
 
-
-def session_list(exe: Path, home: Path, cwd: Path) -> list[JsonObj]:
-    """``opencode session list --format json`` (root sessions of ``cwd``'s project)."""
-    out = run(exe, home, ["session", "list", "--format", "json"], cwd).stdout.strip()
-    if not out:
-        return []  # 1.18.33 prints nothing when there is no session
-    value = json.loads(out)
-    if not isinstance(value, list):
-        raise OpenCodeLoaderError(f"session list printed {type(value).__name__}, not a list")
-    return [v for v in value if isinstance(v, dict)]
-
-
-def import_file(exe: Path, home: Path, document: Path, cwd: Path) -> str:
-    """``opencode import DOCUMENT`` in ``cwd``; the imported session id it printed."""
-    out = run(exe, home, ["import", str(document.absolute())], cwd).stdout
-    for line in out.splitlines():
-        if line.startswith("Imported session: "):
-            return line.split(": ", 1)[1].strip()
-    raise OpenCodeLoaderError(f"opencode import printed no session id: {out[-500:]}")
-
-
-def export_session(exe: Path, home: Path, session_id: str, cwd: Path) -> JsonObj:
-    """``opencode export ID``: the ``{"info", "messages"}`` document."""
-    out = run(exe, home, ["export", session_id], cwd).stdout
-    value = json.loads(out)
-    if not isinstance(value, dict):
-        raise OpenCodeLoaderError("opencode export printed no JSON object")
-    return value
+session_list = CLI.session_list
+import_file = CLI.import_file
+export_session = CLI.export_session
 
 
 # --------------------------------------------------------------------------- continuation
 
-
-@dataclass(frozen=True)
-class RunResult:
-    events: list[JsonObj]
-    """``opencode run --format json`` events, one per line."""
-    requests: list[JsonObj]
-    """JSON bodies of the main-conversation model requests, in order."""
-
-
-def _main_requests(log: Path) -> list[JsonObj]:
-    """Request bodies of the agent loop: side requests (titles) carry no ``tools``."""
-    bodies: list[JsonObj] = []
-    if not log.is_file():
-        return bodies
-    for line in log.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        body = entry.get("body")
-        if isinstance(body, dict) and body.get("tools") and entry.get("method") == "POST":
-            bodies.append(body)
-    return bodies
-
-
-def run_turn(
-    exe: Path,
-    home: Path,
-    prompt: str,
-    cwd: Path,
-    workdir: Path,
-    steps: list[JsonObj],
-    *,
-    session_id: str | None = None,
-    title: str | None = None,
-    timeout: float = RUN_TIMEOUT,
-) -> RunResult:
-    """One ``opencode run`` turn against a scripted loopback model server."""
-    from fixtures.record.modelserver import ModelServer
-
-    workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "requests.jsonl"
-    args = ["run", "--format", "json", "-m", f"{PROVIDER}/{MODEL}"]
-    if session_id is not None:
-        args += ["--session", session_id]
-    if title is not None:
-        args += ["--title", title]
-    with ModelServer(steps, log, model=MODEL) as srv:
-        proc = run(exe, home, [*args, prompt], cwd, base_url=srv.base_url, timeout=timeout)
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    errors = [e for e in events if e.get("type") == "error"]
-    if errors:
-        raise OpenCodeLoaderError(f"opencode run reported an error: {errors[0]}")
-    return RunResult(events=events, requests=_main_requests(log))
+RunResult = lineage.RunResult
+run_turn = CLI.run_turn
 
 
 def continue_session(
@@ -306,35 +179,13 @@ NEEDS_PROJECT_DIR = True
 REPLAYS_REASONING = True
 
 
-def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> None:
-    """Copy a recorded fixture's ``opencode.db`` into ``home``'s data folder; with ``project``,
-    its sessions are filed under that (scratch) project folder instead of the recorded one."""
-    db = data_dir(home) / "opencode.db"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(case_dir / "opencode.db", db)
-    if project is not None:
-        con = sqlite3.connect(db)
-        try:
-            with con:
-                con.execute("update session set directory = ?", (str(project),))
-        finally:
-            con.close()
+#: the fixture's ``opencode.db`` into a scratch home (for ``project``, when given)
+install_fixture = CLI.install_fixture
 
 
 def install_export(export_dir: Path, home: Path) -> None:
     """Run the export's ``prepare.py`` into ``home`` with the pinned CLI (``--opencode``)."""
-    from proof import tools_dir
-
-    exe = find(tools_dir())
-    if exe is None:
-        raise OpenCodeLoaderError(INSTALL_HINT)
-    done = subprocess.run(
-        [sys.executable, str(export_dir / "prepare.py"), "--home", str(home),
-         "--opencode", str(exe)],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT, env=scratch_env(home), check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise OpenCodeLoaderError(f"prepare.py exited {done.returncode}: {done.stderr[-2000:]}")
+    CLI.install_export(find(_tools()), INSTALL_HINT, export_dir, home)
 
 
 def _content_text(content: Any) -> str:

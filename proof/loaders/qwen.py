@@ -174,28 +174,53 @@ def is_context_part(text: str) -> bool:
     return bool(_CONTEXT_PART.match(text))
 
 
+def _context_parts(texts: list[str], first: bool, last: bool) -> set[int]:
+    """Which text parts of a user message are the CLI's own context, by where it puts them:
+    ``getInitialChatHistory`` (0.24.4) opens the history with one user Content of
+    ``<system-reminder>`` parts (MCP instructions, skills, start-up context, deferred tools),
+    which ``extractCuratedHistory`` joins with the session's first user Content, so they are
+    the leading whole-reminder parts of the first user message; a turn's reminders (the date)
+    are prepended to the new prompt's text, so they are the whole-reminder parts right before
+    the last part of the last user message. A session's own ``<system-reminder>`` text
+    anywhere else is the session's."""
+    ctx: set[int] = set()
+    if first:
+        for i, t in enumerate(texts):
+            if not is_context_part(t):
+                break
+            ctx.add(i)
+    if last and texts:
+        for i in range(len(texts) - 2, -1, -1):
+            if not is_context_part(texts[i]):
+                break
+            ctx.add(i)
+    return ctx
+
+
 def request_items(body: JsonObj) -> list[JsonObj]:
     """What the model saw in one Chat Completions request, as conversation items in order.
 
-    :func:`proof.continuation.openai_items` for everything but user messages, whose
-    text parts are items of their own: a part that is one whole ``<system-reminder>`` block
-    (the CLI's start-up context and date, prepended to the first and the last prompt) is a
-    ``system`` item, the rest ``user`` items."""
+    :func:`proof.continuation.openai_items` for everything but user messages, whose text
+    parts are items of their own (``extractCuratedHistory`` joins consecutive user Contents
+    into one, keeping each record's parts, and the converter sends them as the message's
+    content parts): the CLI's own context parts (:func:`_context_parts`) ``system`` items,
+    the rest ``user`` items."""
     from proof.continuation import openai_items
 
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     items: list[JsonObj] = []
-    for m in body.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
+    for n, m in enumerate(messages):
         content = m.get("content")
         if m.get("role") == "user" and isinstance(content, list):
             texts = [
                 p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
             ]
-            core = [t for t in texts if not is_context_part(t)]
-            items += [{"kind": "system", "text": t} for t in texts if is_context_part(t)]
-            if core or not texts:
-                items.append({"kind": "user", "text": "".join(core)})
+            ctx = _context_parts(texts, n == users[0], n == users[-1])
+            for i, t in enumerate(texts):
+                items.append({"kind": "system" if i in ctx else "user", "text": t})
+            if not texts:
+                items.append({"kind": "user", "text": ""})
             continue
         items += openai_items({"messages": [m]})
     return items
@@ -261,23 +286,56 @@ def expected_items(records: Iterable[Any], prompt: str) -> list[tuple[Any, ...]]
     """What a resumed model must see of a session's records (``Snapshot.records``), then
     ``prompt``: from the last compression summary on (the CLI sends that history instead of
     what came before: README "What a resumed CLI sends its model"), every user text,
-    reasoning, answer, call (non-object arguments as the writer wraps them) and result text;
-    other system text is not written."""
+    reasoning, answer, call (non-object arguments as the writer wraps them) and result text, a
+    background task's notification as the user message it is; other system text is not
+    written.
+
+    An answer between two user-role messages (a prompt, a result, a notification) is one
+    ``model`` Content, which the CLI's OpenAI converter (``processContent``, 0.24.4) sends as
+    one assistant message: its reasoning parts joined (``reasoningParts.join("")``), then its
+    text parts joined (``join("")``), then its calls; the writer names each answer or
+    reasoning so joined (``untranslated-message-boundary``)."""
     from trajconv.codecs.genai import SNAPSHOT
+    from trajconv.codecs.qwen.writer import NOTIFICATION
 
     out: list[tuple[Any, ...]] = []
+    thoughts: list[str] = []
+    texts: list[str] = []
+    calls: list[tuple[Any, ...]] = []
+
+    def answer() -> None:
+        if thoughts:
+            out.append(("reasoning", "".join(thoughts)))
+        if texts:
+            out.append(("assistant", "".join(texts)))
+        out.extend(calls)
+        thoughts.clear()
+        texts.clear()
+        calls.clear()
+
     for r in records:
         if r.kind == "system" and r.text.startswith(SNAPSHOT):
+            answer()
             out = [("user", r.text)]  # the summary, a user message, replaces what came before
-        elif r.kind in ("user", "assistant", "reasoning") and r.text:
-            out.append((r.kind, r.text))
+        elif r.kind == "system" and r.text.startswith(NOTIFICATION):
+            answer()
+            out.append(("user", r.text))  # the CLI's own user message, which its model reads
+        elif r.kind == "user" and r.text:
+            answer()
+            out.append(("user", r.text))
+        elif r.kind == "reasoning" and r.text:
+            thoughts.append(r.text)
+        elif r.kind == "assistant" and r.text:
+            texts.append(r.text)
         elif r.kind == "tool-call":
             args = r.call.arguments
-            out.append(
+            calls.append(
                 ("tool-call", r.call.name, args if isinstance(args, dict) else {"input": args})
             )
         elif r.kind == "tool-result":
+            answer()
             out.append(("tool-result", r.result.output))
+    answer()
     return [*out, ("user", prompt)]
 
 

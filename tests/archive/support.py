@@ -10,6 +10,7 @@ level below) where the codec's ``discover`` finds the sessions.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -24,7 +25,6 @@ import trajconv
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES, REPO
 from trajconv.codecs import registry
-from trajconv.snapshot.builder import SnapshotBuilder
 from trajconv.snapshot.models import Snapshot
 
 GROK_FIXTURES = FIXTURES / "grok"
@@ -78,30 +78,6 @@ def fixture_snapshots() -> list[Snapshot]:
     return [trajconv.read("grok", p) for p in sdirs]
 
 
-def rebuilt(snapshot: Snapshot, count: int) -> Snapshot:
-    """The first ``count`` records of ``snapshot`` as a Snapshot of its own (no artifacts)."""
-    b = SnapshotBuilder(snapshot.source, snapshot.producer.reader)
-    b.session = snapshot.session
-    for rec in snapshot.records[:count]:
-        at = {"time": rec.time, "turn": rec.turn, "evidence": rec.evidence}
-        if rec.kind == "tool-call":
-            b.add_call(rec.id, rec.call.id, rec.call.name, rec.call.arguments, **at)
-        elif rec.kind == "tool-result":
-            r = rec.result
-            b.add_result(
-                rec.id,
-                r.call_id,
-                r.ok,
-                r.output,
-                truncated=r.truncated,
-                exit_code=r.exit_code,
-                **at,
-            )
-        else:
-            b.add_text(rec.kind, rec.id, rec.text, model=getattr(rec, "model", None), **at)
-    return b.build()
-
-
 def first_turn_end(snapshot: Snapshot) -> int:
     """Records up to (not including) the first user record that follows an assistant one."""
     seen_assistant = False
@@ -121,16 +97,20 @@ def growing_snapshot() -> Snapshot:
 def _options(harness: str, user_home: Path) -> list[str]:
     """What a harness's prepare.py needs here: Gemini CLI's own cleanup would delete a
     session this old at its next start, so its prepare refuses one without ``--touch``;
-    OpenCode's prepare runs the real ``opencode import`` (in the tools folder) in the
-    session's project folder, which does not exist here (the home stands in)."""
+    OpenCode's (and Kilo's) prepare runs the real ``opencode import`` (``kilo import``, in the
+    tools folder) in the session's project folder, which does not exist here (the home stands
+    in)."""
     if harness == "gemini":
         return ["--touch"]
-    if harness == "opencode":
-        from proof import tools_dir
-        from proof.loaders import opencode
+    if harness in ("opencode", "kilo"):  # Kilo's prepare is OpenCode's (the same lineage)
+        import proof
 
-        exe = opencode.find(tools_dir())
-        return ["--cwd", str(user_home), *(["--opencode", str(exe)] if exe else [])]
+        loader = proof.loader(harness)
+        assert loader is not None
+        exe = loader.find(proof.tools_dir())
+        # a scratch home configures no model: name the loopback one the session continues with
+        model = ["--model", f"{loader.PROVIDER}/{loader.MODEL}"]
+        return ["--cwd", str(user_home), *model, *([f"--{harness}", str(exe)] if exe else [])]
     return []
 
 
@@ -160,6 +140,13 @@ def install(
     out = tmp / f"export-{harness}-{snapshot.id[7:19]}"
     export = trajconv.write(snapshot, harness, out, allow_lossy=True, **options)
     env = {**os.environ, "HOME": str(user_home)}
+    place = user_home
+    if not registry.get(harness).homes:
+        # a harness with no home keeps a session in its project folder (Aider's history):
+        # the user home holds one folder per project, where discover finds them
+        cwd = str(options.get("cwd") or snapshot.session.cwd)
+        place = user_home / "projects" / hashlib.sha256(cwd.encode()).hexdigest()[:12]
+        place.mkdir(parents=True, exist_ok=True)
     # A database target's prepare.py may need the harness's own Python packages; the
     # loader installer keeps such environments under .tools/, so those are tried next.
     tools = Path(os.environ.get("TRAJCONV_TOOLS") or REPO / ".tools")
@@ -171,7 +158,7 @@ def install(
                 python,
                 str(out / "prepare.py"),
                 "--home",
-                str(user_home),
+                str(place),
                 *_options(harness, user_home),
             ],
             capture_output=True,
@@ -187,6 +174,8 @@ def install(
 def find_native_home(harness: str, user_home: Path) -> Path:
     """The folder of ``user_home`` (itself or one level below) where ``harness`` finds sessions."""
     codec = registry.get(harness)
+    if not codec.homes:  # the project folders install() made
+        return user_home / "projects"
     candidates = [user_home, *sorted(p for p in user_home.iterdir() if p.is_dir())]
     for root in candidates:
         with contextlib.suppress(Exception):

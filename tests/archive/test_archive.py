@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 import trajconv
 from tests.archive import support
-from tests.helpers import REPO, fingerprint
+from tests.helpers import REPO, fingerprint, rebuilt
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
 from trajconv.errors import FormatError, RefusedError, VerifyError
@@ -530,20 +530,29 @@ def test_every_registered_codec_gets_a_generated_home() -> None:
 def test_generated_home_first_run_no_change_run_extends_and_diverges(
     harness: str, tmp_path: Path, count_reads: list[str]
 ) -> None:
-    full = support.rebuilt(support.growing_snapshot(), len(support.growing_snapshot().records))
-    prefix = support.rebuilt(full, support.first_turn_end(full))
+    full = rebuilt(support.growing_snapshot(), len(support.growing_snapshot().records))
+    prefix = rebuilt(full, support.first_turn_end(full))
     # Other sessions in other projects, or with other id prefixes: Gemini CLI names a session
-    # file by the first 8 characters of its id and keeps one such name per project.
-    keys = {(full.session.cwd, full.session.id[:8])}
+    # file by the first 8 characters of its id and keeps one such name per project. A
+    # harness with no home has no id either but what its file holds: Aider's is the first
+    # run's start, to the second, whatever the project.
+    by_start = not registry.get(harness).homes
+    names = {(full.session.cwd, full.session.id[:8])}
+    starts = {full.session.created_at}
     others = []
     for snap in support.fixture_snapshots():
-        if (key := (snap.session.cwd, snap.session.id[:8])) not in keys:
-            keys.add(key)
+        name, start = (snap.session.cwd, snap.session.id[:8]), snap.session.created_at
+        if name not in names and not (by_start and start in starts):
+            names.add(name)
+            starts.add(start)
             others.append(snap)
+    others = others[:2]  # Aider's fixtures give one: the other two started in one second
+    assert others
+    sessions = 1 + len(others)
     homes = {name: tmp_path / name for name in ("pre", "full", "rewound")}
     for name, user_home in homes.items():
         user_home.mkdir()
-        for snap in others[:2]:  # the same other sessions everywhere (a database is shared)
+        for snap in others:  # the same other sessions everywhere (a database is shared)
             # a cwd the target cannot hold is replaced, as a user would with --cwd
             cwd = {} if support.writable(snap, harness) else {"cwd": "/srv/explore"}
             support.install(snap, harness, tmp_path / name, user_home, **cwd)
@@ -559,11 +568,11 @@ def test_generated_home_first_run_no_change_run_extends_and_diverges(
 
     count_reads.clear()  # setting the homes up read the fixtures
     first = archive(store, harness=harness, home=native["pre"])
-    assert first.ok and first.counts["first"] == len(refs) == 3
-    assert len(count_reads) == 3
+    assert first.ok and first.counts["first"] == len(refs) == sessions
+    assert len(count_reads) == sessions
     count_reads.clear()
     again = archive(store, harness=harness, home=native["pre"])
-    assert again.counts["skipped"] == 3 and count_reads == []
+    assert again.counts["skipped"] == sessions and count_reads == []
 
     def target(summary: Summary) -> Outcome:
         """The grown or rewound session's outcome; the others stay as they were, unless
@@ -593,7 +602,7 @@ def test_generated_home_first_run_no_change_run_extends_and_diverges(
     assert rewound.status == "diverged"
     report = verify_store(store)
     assert report.ok, report.problems
-    assert report.sessions == 3
+    assert report.sessions == sessions
 
 
 @pytest.mark.parametrize(
@@ -647,7 +656,7 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     from trajconv.store import local as store_module
 
     full = support.growing_snapshot()
-    prefix = support.rebuilt(full, support.first_turn_end(full))
+    prefix = rebuilt(full, support.first_turn_end(full))
     store = tmp_path / "store"
     whole: list[str] = []
     real = io.parse_document
@@ -658,8 +667,9 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
 
     monkeypatch.setattr(io, "parse_document", counted)
     with Store.open(store, create=True, write=True) as st:
-        st.add(prefix, harness="x", session_id="s", fingerprint="1")
-        grown = st.add(full, harness="x", session_id="s", fingerprint="2")
+        sid = full.source.session_id  # a row is bound to its Snapshot's own session
+        st.add(prefix, harness="grok", session_id=sid, fingerprint="1")
+        grown = st.add(full, harness="grok", session_id=sid, fingerprint="2")
     assert grown.row.relation == "extends"
     streamed: list[str] = []
     check = store_module.verify_streamed
@@ -689,7 +699,7 @@ def test_stored_snapshots_are_checked_a_record_at_a_time(
     con.close()
     report = verify_store(store)
     assert report.problems == [
-        "index.sqlite row 1 (x s): records/last hash differ from the Snapshot"
+        f"index.sqlite row 1 (grok {sid}): records/last hash differ from the Snapshot"
     ]
     con = sqlite3.connect(store / "index.sqlite")
     con.execute("UPDATE archived SET records = 'many' WHERE row = 1")  # SQLite keeps it
@@ -723,7 +733,7 @@ def test_a_stored_snapshot_under_another_name_is_named(tmp_path: Path, broken: b
     snap = support.growing_snapshot()
     store = tmp_path / "store"
     with Store.open(store, create=True, write=True) as st:
-        st.add(snap, harness="x", session_id="s", fingerprint="1")
+        st.add(snap, harness="grok", session_id=snap.source.session_id, fingerprint="1")
     doc = store / SNAPSHOTS / f"{snap.id[7:]}.json"
     moved = doc.with_name("0" * 64 + ".json")
     data = doc.read_bytes()

@@ -12,7 +12,7 @@ import trajconv
 from tests.helpers import FIXTURES, conservation, fingerprint
 from trajconv.codecs.claude import layout
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, UsageError
 from trajconv.snapshot import io
 
 CLAUDE = FIXTURES / "claude"
@@ -207,7 +207,7 @@ def test_home_with_many_sessions_needs_a_session_id(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="2 Claude Code sessions; pick one with --session"):
         trajconv.read("claude", home)
     assert trajconv.read("claude", home, session=sid).session.id == sid
-    with pytest.raises(FormatError, match="no session"):
+    with pytest.raises(UsageError, match="no claude session"):  # exit 2, as the README says
         trajconv.read("claude", home, session="00000000-0000-4000-8000-000000000000")
 
 
@@ -220,3 +220,33 @@ def test_older_subagent_file_beside_the_transcripts_names_its_parent(tmp_path: P
     assert snap.session.parent_session_id == src.parents[1].name  # from the lines' sessionId
     assert snap.source.locator == f"-work-demo/{src.name}"
     assert [r.kind for r in snap.records] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.02], ids=["names-its-parent", "cut-before-its-parent"])
+def test_a_torn_line_in_the_middle_loses_that_line_only(tmp_path: Path, keep: float) -> None:
+    """Issue 33: one torn line (line 13, an assistant tool_use) cut the parentUuid chain
+    and the whole first turn before it was counted ``rewound``. The chain goes on across it
+    (from the parent its bytes still name, else the chain line before it); only its own
+    record is lost, named ``torn-line`` (and so its call's result has no call)."""
+    source = next((CLAUDE / "recorded-multi-turn").rglob("*.jsonl"))
+    whole = trajconv.read("claude", source)
+    lines = source.read_bytes().split(b"\n")
+    torn_line = lines[12]
+    assert json.loads(torn_line)["type"] == "assistant"
+    lines[12] = torn_line[: max(2, int(len(torn_line) * keep))]
+    home = tmp_path / "h"
+    shutil.copytree(CLAUDE / "recorded-multi-turn", home)
+    target = home / source.relative_to(CLAUDE / "recorded-multi-turn")
+    target.write_bytes(b"\n".join(lines))
+    snap = trajconv.read("claude", target)
+    diags = {d.code: d for d in snap.diagnostics}
+    assert "rewound" not in diags
+    assert diags["torn-line"].count == 1 and diags["torn-line"].samples == (f"{target.name}:13",)
+    torn_records = [r for r in whole.records if r.evidence.line == 13]
+    calls = {r.call.id for r in torn_records if r.kind == "tool-call"}
+    answers = [r for r in whole.records if r.kind == "tool-result" and r.result.call_id in calls]
+    assert torn_records and answers  # the tool_use and the result that answered it
+    lost = {r.id for r in (*torn_records, *answers)}
+    assert [r.id for r in snap.records] == [r.id for r in whole.records if r.id not in lost]
+    assert diags["orphan-tool-result"].count == len(answers)
+    conservation(snap, count_units(target.read_bytes()))

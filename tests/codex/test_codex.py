@@ -15,7 +15,7 @@ import trajconv
 from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
 from trajconv.codecs.codex import layout
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError, RefusedError
+from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
 
 CODEX = FIXTURES / "codex"
@@ -164,7 +164,7 @@ def test_a_damaged_index_is_not_required(tmp_path: Path) -> None:
 def test_home_needs_a_session_and_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="3 sessions; pick one with --session"):
         trajconv.read("codex", CODEX / "legacy")
-    with pytest.raises(FormatError, match="no rollout for session"):
+    with pytest.raises(UsageError, match="no codex session"):  # exit 2, as the README says
         trajconv.read("codex", CODEX / "resumed", session="00000000-0000-4000-8000-000000000000")
     with pytest.raises(FormatError, match="not a Codex home"):
         trajconv.read("codex", tmp_path)
@@ -226,7 +226,10 @@ def test_round_trip_keeps_the_conversation(case: str, tmp_path: Path) -> None:
     meta = json.loads(
         next(export.out_dir.glob("home/.codex/sessions/*/*/*/*.jsonl")).open().readline()
     )
-    assert meta["payload"]["model_provider"] == "openai"
+    # a round trip keeps the source's provider (issue 33: it became openai, and the user's
+    # own home, configured with the source's provider, refused to resume it)
+    source_meta = json.loads(RECORDED[case].open().readline())
+    assert meta["payload"]["model_provider"] == source_meta["payload"]["model_provider"]
     assert meta["payload"]["source"] == "cli"
 
 
@@ -344,3 +347,21 @@ def test_an_index_of_another_schema_still_gives_the_title(tmp_path: Path) -> Non
     snap = trajconv.read("codex", home)
     assert snap.session.title == "Older schema title"
     assert snap.diagnostic_count("metadata-invalid") == 0
+
+
+def test_a_spawned_agent_call_takes_its_outcome_from_item_completed() -> None:
+    """Issue 33: the ``CollabAgentToolCall`` item of a ``spawn_agent`` call says
+    ``status: completed``; the result read as outcome unknown (``ok: null``)."""
+    parent = next(
+        p
+        for p in (CODEX / "subagent").rglob("rollout-*.jsonl")
+        if '"CollabAgentToolCall"' in p.read_text("utf-8")
+    )
+    snap = trajconv.read("codex", parent)
+    calls = {r.call.id: r.call.name for r in snap.records if r.kind == "tool-call"}
+    spawned = [
+        r
+        for r in snap.records
+        if r.kind == "tool-result" and calls[r.result.call_id] == "spawn_agent"
+    ]
+    assert spawned and all(r.result.ok is True for r in spawned)

@@ -84,15 +84,18 @@ def test_codex_resumes_written_session_with_full_history(
     meta = json.loads(
         next((export.out_dir / "home").glob(".codex/sessions/*/*/*/*")).open().readline()
     )
-    assert meta["payload"]["model_provider"] == (provider or "openai")
-    home = tmp_path / "home"
-    home.mkdir()
+    own = loader.session_provider(path) if harness == "codex" else "openai"
+    assert meta["payload"]["model_provider"] == (provider or own)
+    # the user's home configures the provider the session is resumed with
+    home = _home(tmp_path / "home", provider or "openai")
     installed = subprocess.run(
         [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
     written = trajconv.read("codex", home, session=export.session_id)
+    rollout = next(home.glob(f".codex/sessions/*/*/*/rollout-*-{export.session_id}.jsonl"))
+    assert loader.session_provider(rollout) == (provider or "openai")  # bound to the home's
 
     # what was written is the source's conversation, in order, less what a lossy write names
     # (reasoning and observations are not conversation items here)
@@ -283,3 +286,103 @@ def test_the_session_context_goes_back_as_user_role(tmp_path: Path) -> None:
     ]
     assert [r for r, text in roles if text.startswith("<environment_context>")] == ["user"]
     assert [r for r, text in roles if text.startswith("<skills_instructions>")] == ["developer"]
+
+
+# --------------------------------------------------------------------------- provider binding
+
+
+def _resume(codex_bin: Path, home: Path, sid: str, provider: str, work: Path) -> dict[str, Any]:
+    """``codex exec resume`` in ``home`` whose config.toml configures ``provider`` (pointed at
+    the loopback model server): the run and the model requests it made."""
+    work.mkdir(parents=True)
+    job = {
+        "exe": str(codex_bin.absolute()),
+        "home": str(home),
+        "cwd": str(work),
+        "log": str(work / "requests.jsonl"),
+        "steps": [{"text": "Continued."}],
+        "model": "gpt-5.5",
+        "provider": provider,
+        "runs": [["exec", "resume", "--skip-git-repo-check", sid, PROMPT]],
+        "timeout": 180,
+    }
+    answer = loader.run_offline(job)
+    log = work / "requests.jsonl"
+    lines = log.read_text("utf-8").splitlines() if log.is_file() else []
+    posts = [json.loads(x) for x in lines if json.loads(x).get("method") == "POST"]
+    return {"run": answer["runs"][0], "requests": posts}
+
+
+def _prepare(export_dir: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(export_dir / "prepare.py"), "--home", str(home)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def _home(root: Path, provider: str) -> Path:
+    """A scratch home whose config.toml names ``provider`` (as a user's would)."""
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "config.toml").write_text(f'model_provider = "{provider}"\n')
+    return root
+
+
+def test_prepare_binds_the_homes_provider_so_the_real_cli_resumes(
+    tmp_path: Path, codex_bin: Path
+) -> None:
+    """Issue 33: a session installed into a home whose config.toml names another provider
+    could not be resumed ("Cannot change this thread's model provider"). prepare.py binds
+    the home's provider and says so; the real CLI then resumes it with the whole history.
+    The unbound rollout, installed as written, is refused by the same CLI (the control)."""
+    grok = next(FIXTURES.glob("grok/recorded-tool-failures/sessions/*/*/updates.jsonl"))
+    source = trajconv.read("grok", grok)
+    export = trajconv.write(source, "codex", tmp_path / "out", allow_lossy=True)
+    rel = next((export.out_dir / "home").glob(".codex/sessions/*/*/*/*")).relative_to(
+        export.out_dir / "home"
+    )
+    # the control: the rollout as written (provider openai) in a home configured otherwise
+    control = _home(tmp_path / "control", "other-local")
+    (control / rel).parent.mkdir(parents=True)
+    (control / rel).write_bytes((export.out_dir / "home" / rel).read_bytes())
+    refused = _resume(codex_bin, control, export.session_id, "other-local", tmp_path / "c")
+    assert refused["run"]["rc"] != 0 and not refused["requests"]
+    assert "model provider" in refused["run"]["stderr"].lower()
+    # prepared: bound to the home's provider, and the CLI resumes it
+    home = _home(tmp_path / "home", "other-local")
+    done = _prepare(export.out_dir, home)
+    assert done.returncode == 0, done.stderr
+    assert "binds model_provider 'other-local'" in done.stdout
+    assert loader.session_provider(home / rel) == "other-local"
+    written = trajconv.read("codex", home, session=export.session_id)
+    ran = _resume(codex_bin, home, export.session_id, "other-local", tmp_path / "r")
+    assert ran["run"]["rc"] == 0, ran["run"]["stderr"][-2000:]
+    assert len(ran["requests"]) == 1
+    seen = loader.request_items(ran["requests"][0]["body"])
+    assert loader.conversation(seen) == [
+        *loader.snapshot_items(written),
+        {"kind": "user", "text": PROMPT},
+    ]
+
+
+def test_a_codex_round_trip_keeps_its_provider_and_resumes(tmp_path: Path, codex_bin: Path) -> None:
+    """Issue 33: Codex -> Codex replaced the source's model_provider with openai, so the
+    user's own home (configured with the source's provider) refused to resume it."""
+    rollout = next(FIXTURES.glob("codex/resumed/.codex/sessions/*/*/*/rollout-*.jsonl"))
+    own = loader.session_provider(rollout)
+    assert own == loader.PROVIDER_ID  # recorded with the loopback provider
+    source = trajconv.read("codex", rollout)
+    export = trajconv.write(source, "codex", tmp_path / "out")
+    home = _home(tmp_path / "home", own)
+    done = _prepare(export.out_dir, home)
+    assert done.returncode == 0, done.stderr
+    assert f"model_provider {own!r} kept" in done.stdout
+    installed = next(home.glob(f".codex/sessions/*/*/*/rollout-*-{export.session_id}.jsonl"))
+    assert loader.session_provider(installed) == own
+    ran = _resume(codex_bin, home, export.session_id, own, tmp_path / "r")
+    assert ran["run"]["rc"] == 0, ran["run"]["stderr"][-2000:]
+    assert len(ran["requests"]) == 1
+    # a provider the user named is kept, and a home configured otherwise is refused by name
+    named = trajconv.write(source, "codex", tmp_path / "named", model_provider="openai")
+    refused = _prepare(named.out_dir, _home(tmp_path / "other", own))
+    assert refused.returncode == 3
+    assert f"the home's is {own!r}" in refused.stderr and "--codex-model-provider" in refused.stderr

@@ -198,3 +198,27 @@ def test_an_error_field_is_held_to_the_source_record() -> None:
     assert whats(None, False, failed) == ["error"]  # the target hides a recorded failure
     assert whats(True, None, failed) == ["error"]  # the target API cannot show it
     assert whats(False, None, ok) == []
+
+
+def test_two_answers_joined_are_one_difference_each_boundary() -> None:
+    """A target that sends two consecutive answers as one: unnamed, the first differs in text
+    and the second is missing; named by the writer's one ``untranslated-message-boundary``,
+    that is one difference. A text that is not exactly the two joined stays a difference."""
+    first, second = (
+        {"role": "assistant", "content": "One."},
+        {"role": "assistant", "content": "Two."},
+    )
+    base = cont.openai_items(chat(user("hi"), first, second, user(PROMPT)))
+    joined = cont.openai_items(
+        chat(user("hi"), {"role": "assistant", "content": "One.\n\nTwo."}, user(PROMPT))
+    )
+    assert [
+        (d.kind, d.what) for d in cont.compare("grok", "grok", base, joined, {}).unexplained
+    ] == [("assistant", "missing")]
+    named = cont.compare("grok", "grok", base, joined, {"untranslated-message-boundary": 1})
+    assert named.ok and named.named_codes() == {"untranslated-message-boundary": 1}
+    changed = cont.openai_items(
+        chat(user("hi"), {"role": "assistant", "content": "One. Two! Three."}, user(PROMPT))
+    )
+    other = cont.compare("grok", "grok", base, changed, {"untranslated-message-boundary": 1})
+    assert not other.ok

@@ -368,3 +368,17 @@ def test_convert_and_show_redact_for_sharing(tmp_path: Path) -> None:
         assert value not in shown.stdout, kind
     plain = CliRunner().invoke(cli, ["show", source, "--format", "markdown"])
     assert SECRETS["github-token"] in plain.stdout
+
+
+def test_harbor_validates_every_atif_row(every_format: dict[str, Path]) -> None:
+    from proof import tools_dir
+    from proof.loaders import harbor
+    from tests.conftest import require_loader
+
+    python = harbor.find(tools_dir())
+    require_loader(python, "harbor")
+    assert python is not None
+    docs = sorted((every_format["atif"] / "atif").glob("*.json"))
+    assert docs
+    verdicts = harbor.validate(python, docs)
+    assert [v.errors for v in verdicts if not v.ok] == []

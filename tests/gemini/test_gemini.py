@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, merged_projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    merged_projection,
+    tiny_session,
+)
 from trajconv.codecs import registry
 from trajconv.codecs.base import continuity
 from trajconv.codecs.gemini import layout
@@ -20,7 +27,13 @@ from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
 
 GEMINI = FIXTURES / "gemini"
-FILES = sorted(GEMINI.glob("*/.gemini/tmp/*/chats/session-*"))
+#: the first file of each case's session (a session resumed in later minutes has more)
+FILES = sorted(
+    {
+        p.parents[4]: p
+        for p in sorted(GEMINI.glob("*/.gemini/tmp/*/chats/session-*"), reverse=True)
+    }.values()
+)
 IDS = [p.parents[4].name for p in FILES]
 HOLDS = ("user", "assistant", "tool-call", "tool-result", "reasoning")
 
@@ -44,8 +57,10 @@ def test_reader_snapshot(path: Path, snapshot) -> None:
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_every_line_is_accounted_for(path: Path) -> None:
     snap = trajconv.read("gemini", path)
-    units = 1 if path.suffix == ".json" else count_units(path.read_bytes())
-    conservation(snap, units)
+    files = layout.files_of(path, snap.source.session_id)  # one per resume minute
+    conservation(
+        snap, sum(1 if f.suffix == ".json" else count_units(f.read_bytes()) for f in files)
+    )
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -267,9 +282,10 @@ def test_writer_refuses_without_cwd_or_user_message(tmp_path: Path) -> None:
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-def test_a_resume_in_a_later_minute_reads_as_one_session(tmp_path: Path) -> None:
-    """0.61.0 writes a resume in a later minute to a second file (metadata, a history
-    rewrite, the new turn): both files are read in order, from either of them."""
+def test_a_session_split_over_two_files_reads_the_one_the_cli_resumes(tmp_path: Path) -> None:
+    """Two files of one session that both hold conversation: the CLI resumes the one last
+    updated (here the second, whose history rewrite holds the whole conversation), from
+    whichever file is named; the other's lines are counted, its bytes kept."""
     source = _by_case("recorded-resume")
     whole = trajconv.read("gemini", source)
     lines = source.read_bytes().splitlines(keepends=True)
@@ -291,6 +307,65 @@ def test_a_resume_in_a_later_minute_reads_as_one_session(tmp_path: Path) -> None
         ]
     refs = trajconv.discover("gemini", home)
     assert len(refs) == 1 and refs[0].size == len(b"".join(lines))
+
+
+MINUTES = sorted(GEMINI.glob("recorded-resume-minutes/.gemini/tmp/*/chats/session-*"))
+
+
+@pytest.mark.parametrize("named", range(3))
+def test_a_session_resumed_in_later_minutes_reads_the_conversation(named: int) -> None:
+    """Recorded: 0.61.0 resumed in a new minute writes a second file holding only its
+    metadata and the ``<session_context>`` history (``$set.messages``), and goes on writing
+    to the file it resumed. Read from any of the three files, the session is what the CLI
+    sent its model on the compressed turn (request 7 of the fixture's README): the context,
+    the summary, the acknowledgement and the turns kept after it."""
+    assert len(MINUTES) == 3
+    snap = trajconv.read("gemini", MINUTES[named])
+    seen = [(r.kind, (getattr(r, "text", None) or "").split("\n")[0]) for r in snap.records]
+    assert seen == [
+        ("system", "<session_context>"),
+        ("system", "<state_snapshot>"),
+        ("assistant", "Got it. Thanks for the additional context!"),
+        ("user", "Which line comes first?"),
+        ("assistant", "alpha comes first."),
+        ("user", "Now list the folder."),
+        ("assistant", "Listing."),
+        ("tool-call", ""),
+        ("tool-result", ""),
+        ("assistant", "The folder holds notes.txt."),
+    ]
+    assert "alpha, beta" in (snap.records[1].text or "")  # the first turn, summarised
+    diags = {d.code: d for d in snap.diagnostics}
+    assert diags["not-resumed-file"].count == 4  # two lines in each later file
+    assert {s.split(":")[0] for s in diags["not-resumed-file"].samples} == {
+        f"chats/{MINUTES[1].name}",
+        f"chats/{MINUTES[2].name}",
+    }
+    assert [a.name for a in snap.artifacts if a.name.startswith("chats/")] == [
+        f"chats/{p.name}" for p in MINUTES
+    ]
+    assert snap.session.created_at == "2026-12-06T21:34:35.336Z"
+    assert snap.session.updated_at == "2026-12-06T21:36:11.605Z"
+    assert snap.source.locator.endswith(MINUTES[0].name)
+    refs = trajconv.discover("gemini", MINUTES[0].parents[4])
+    assert [(r.session_id, r.updated_at) for r in refs] == [
+        (snap.source.session_id, "2026-12-06T21:36:11.605Z")
+    ]
+
+
+def test_a_session_resumed_in_later_minutes_converts_with_its_conversation(
+    tmp_path: Path,
+) -> None:
+    """Every target gets the conversation, not one system record (issue 33)."""
+    from trajconv.parity import _reread
+
+    snap = trajconv.read("gemini", MINUTES[-1])
+    for target in ("claude", "codex", "opencode", "gemini"):
+        export = trajconv.write(snap, target, tmp_path / target)
+        again = _reread(registry.get(target), export.out_dir, export.session_id)
+        users = [r.text for r in again.records if r.kind == "user"]
+        assert "Now list the folder." in users, target
+        assert any(r.kind == "tool-call" for r in again.records), target
 
 
 def test_a_subagent_session_names_its_parent(tmp_path: Path) -> None:
@@ -383,3 +458,16 @@ def test_the_writer_names_every_session_and_record_fact_it_changes(tmp_path: Pat
     assert {"timestamps-synthesized", "untranslated-model"} & set(need), seen
     got = {d.code: d.count for d in export.diagnostics}
     assert all(got.get(code, 0) >= n for code, n in need.items()), (need, got, seen)
+
+
+def test_a_prompt_the_cli_takes_for_a_command_is_named(tmp_path: Path) -> None:
+    """Gemini CLI neither replays nor lists a user text opening with ``/`` or ``?`` as a
+    prompt (an Aider ``/run`` is one): written, read back without it, and named."""
+    snap = tiny_session(
+        ("user", "hi"), ("assistant", "Hello."), ("user", "/run make"), ("user", "go on")
+    )
+    export = trajconv.write(snap, "gemini", tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("user-read-as-command") == 1
+    again = trajconv.read("gemini", next((tmp_path / "out").rglob("session-*.jsonl")))
+    assert [r.text for r in again.records if r.kind == "user"] == ["hi", "go on"]

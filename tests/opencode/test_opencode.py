@@ -12,10 +12,17 @@ from pathlib import Path
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    projection,
+    tiny_session,
+)
 from tests.opencode.support import CASES, IDS, LEGACY, ROOTS, SUB_DB, TOOLS_DB, units
 from trajconv.codecs.opencode import layout, writer
-from trajconv.errors import FormatError, RefusedError
+from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
 
 HELD = ("user", "assistant", "reasoning", "tool-call", "tool-result")
@@ -133,7 +140,7 @@ def test_wal_database_is_read_from_a_copy(tmp_path: Path) -> None:
 def test_bad_input_is_named(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="pick one with --session"):
         read(SUB_DB)
-    with pytest.raises(FormatError, match="no session 'ses_nope'"):
+    with pytest.raises(UsageError, match="no opencode session 'ses_nope'"):  # exit 2
         read(LEGACY, "ses_nope")
     junk = tmp_path / "opencode.db"
     junk.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
@@ -302,3 +309,16 @@ def test_request_items_reads_a_chat_completions_body() -> None:
         {"kind": "tool-result", "call_id": "c2", "text": "File not found", "error": None},
         {"kind": "assistant", "text": "Done."},
     ]
+
+
+def test_two_texts_of_one_step_are_named_as_joined(tmp_path: Path) -> None:
+    """Two answers with only dropped records between them are two text parts of one step,
+    read back apart, but the CLI sends them to the model as one text."""
+    snap = tiny_session(
+        ("user", "hi"), ("assistant", "One."), ("system", "s"), ("assistant", "Two.")
+    )
+    export = trajconv.write(snap, "opencode", tmp_path / "out", allow_lossy=True)
+    codes = {d.code: d.count for d in export.diagnostics}
+    assert codes.get("untranslated-message-boundary") == 1
+    again = trajconv.read("opencode", tmp_path / "out" / "opencode-export.json")
+    assert [r.text for r in again.records if r.kind == "assistant"] == ["One.", "Two."]

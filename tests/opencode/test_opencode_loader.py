@@ -184,3 +184,117 @@ def test_continued_turn_carries_the_conversation(
                 if r.kind == "tool-result" and r.result.ok is False]  # fmt: skip
     results = [i["text"] for i in seen if i["kind"] == "tool-result"]
     assert all(text in results for text in failures)
+
+
+# --------------------------------------------------------------------------- model binding
+
+
+def _user_home(root: Path, model: str | None, base_url: str = loader.OFFLINE_BASE_URL) -> Path:
+    """A home whose ``~/.config/opencode/opencode.json`` is the loopback config (its model
+    ``model``, or none), as a user's own config file, not the loader's environment."""
+    cfg = loader.config(base_url)
+    if model is None:
+        del cfg["model"], cfg["small_model"]
+    (root / ".config" / "opencode").mkdir(parents=True)
+    (root / ".config" / "opencode" / "opencode.json").write_text(json.dumps(cfg))
+    return root
+
+
+def _env(home: Path) -> dict[str, str]:
+    """The scratch environment without the loader's OPENCODE_CONFIG_CONTENT: the home's
+    own config file is what OpenCode reads."""
+    env = loader.scratch_env(home)
+    del env["OPENCODE_CONFIG_CONTENT"]
+    return env
+
+
+def _prepare_into(
+    export: Path, home: Path, cwd: Path, exe: Path
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(export / "prepare.py"), "--home", str(home), "--cwd", str(cwd),
+         "--opencode", str(exe)],
+        capture_output=True, text=True, env=_env(home), check=False,
+    )  # fmt: skip
+
+
+def _continue(exe: Path, home: Path, sid: str, cwd: Path, work: Path) -> dict[str, Any]:
+    """``opencode run --session SID PROMPT`` without ``-m``, the home's config pointed at a
+    loopback model server: the run and the model requests."""
+    from fixtures.record.modelserver import ModelServer
+
+    work.mkdir(parents=True)
+    log = work / "requests.jsonl"
+    with ModelServer([{"text": "Continued."}], log, model=loader.MODEL) as srv:
+        cfg_file = home / ".config" / "opencode" / "opencode.json"
+        cfg = json.loads(cfg_file.read_text())
+        cfg["provider"][loader.PROVIDER]["options"]["baseURL"] = srv.base_url
+        cfg_file.write_text(json.dumps(cfg))
+        proc = subprocess.run(
+            [str(exe), "run", "--format", "json", "--session", sid, PROMPT],
+            cwd=cwd, env=_env(home), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=loader.RUN_TIMEOUT, check=False,
+        )  # fmt: skip
+    bodies = (
+        [json.loads(x).get("body") for x in log.read_text().splitlines()] if log.is_file() else []
+    )
+    return {"rc": proc.returncode, "out": proc.stdout, "bodies": [b for b in bodies if b]}
+
+
+def test_prepare_binds_the_homes_model_so_run_session_continues(
+    opencode_bin: Path, tmp_path: Path
+) -> None:
+    """Issue 33: an export named the source's model, so `opencode run --session` (no -m)
+    failed with "Unexpected server error" (the session's model is not configured there).
+    prepare.py binds the model the home configures and says so; the control, the document
+    imported as written, fails as before."""
+    grok = sorted((FIXTURES / "grok" / "recorded-tool-failures").rglob("updates.jsonl"))[0]
+    snap = trajconv.read("grok", grok)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    export = trajconv.write(snap, "opencode", tmp_path / "out", allow_lossy=True, cwd=str(cwd))
+    doc = json.loads((export.out_dir / writer.DOCUMENT).read_text())
+    assert doc["info"]["model"]["providerID"] == "grok"
+    model = f"{loader.PROVIDER}/{loader.MODEL}"
+    # the control: imported as written
+    control = _user_home(tmp_path / "control", model)
+    subprocess.run(
+        [str(opencode_bin), "import", str(export.out_dir / writer.DOCUMENT)],
+        cwd=cwd, env=_env(control), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    failed = _continue(opencode_bin, control, export.session_id, cwd, tmp_path / "c")
+    assert failed["rc"] != 0 or '"type":"error"' in failed["out"]
+    assert "Unexpected server error" in failed["out"] and not failed["bodies"]
+    # prepared: bound, and continued without -m, the history reaching the model
+    home = _user_home(tmp_path / "home", model)
+    done = _prepare_into(export.out_dir, home, cwd, opencode_bin)
+    assert done.returncode == 0, done.stderr
+    assert f"binds model {model}" in done.stdout and "the session named grok/" in done.stdout
+    ran = _continue(opencode_bin, home, export.session_id, cwd, tmp_path / "r")
+    assert ran["rc"] == 0 and '"type":"error"' not in ran["out"], ran["out"][-2000:]
+    assert len(ran["bodies"]) == 1
+    texts = json.dumps(ran["bodies"][0]["messages"])
+    for r in snap.records:
+        if r.kind == "user":
+            assert json.dumps(r.text)[1:-1] in texts
+    # the export itself is left as written
+    assert json.loads((export.out_dir / writer.DOCUMENT).read_text()) == doc
+
+
+def test_prepare_refuses_a_home_without_a_model_unless_a_round_trip(
+    opencode_bin: Path, tmp_path: Path
+) -> None:
+    grok = sorted((FIXTURES / "grok" / "recorded-tool-failures").rglob("updates.jsonl"))[0]
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    other = trajconv.write(
+        trajconv.read("grok", grok), "opencode", tmp_path / "g", allow_lossy=True, cwd=str(cwd)
+    )
+    refused = _prepare_into(other.out_dir, _user_home(tmp_path / "h1", None), cwd, opencode_bin)
+    assert refused.returncode == 3 and "configures no OpenCode model" in refused.stderr
+    assert "--model PROVIDER/MODEL" in refused.stderr
+    own = _source(*SOURCES["opencode-recorded-tools"])
+    trip = trajconv.write(own, "opencode", tmp_path / "o", allow_lossy=True, cwd=str(cwd))
+    kept = _prepare_into(trip.out_dir, _user_home(tmp_path / "h2", None), cwd, opencode_bin)
+    assert kept.returncode == 0, kept.stderr
+    assert "kept (the source session's" in kept.stdout

@@ -6,17 +6,27 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, merged_projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    merged_projection,
+    rebuilt,
+)
 from trajconv.codecs import registry
-from trajconv.codecs.base import CERTAIN, continuity
+from trajconv.codecs.base import CERTAIN, Export, continuity
 from trajconv.codecs.jsonl import count_units
 from trajconv.codecs.qwen import layout
 from trajconv.errors import FormatError, RefusedError, UsageError
 from trajconv.snapshot import io
+from trajconv.snapshot.builder import SnapshotBuilder, evidence
+from trajconv.snapshot.models import Source
 
 QWEN = FIXTURES / "qwen"
 FILES = sorted(QWEN.glob("*/.qwen/projects/*/chats/*.jsonl"))
@@ -33,7 +43,11 @@ def _read(case: str) -> trajconv.Snapshot:
 
 
 def test_fixtures_are_the_recorded_cases() -> None:
-    assert set(IDS) == {"recorded-tool-failures", "recorded-subagent-compress"}
+    assert set(IDS) == {
+        "recorded-tool-failures",
+        "recorded-subagent-compress",
+        "recorded-subagent-background",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -243,9 +257,8 @@ def test_prepare_installs_into_a_home_and_never_replaces(tmp_path: Path) -> None
 
 
 def test_the_writer_refuses_without_cwd_or_user_message(tmp_path: Path) -> None:
-    data = json.loads(io.dumps(_read("recorded-tool-failures")))
-    data["session"]["cwd"] = None
-    no_cwd = io.validate_document(data, "t")
+    snap = _read("recorded-tool-failures")
+    no_cwd = rebuilt(snap, session=snap.session.model_copy(update={"cwd": None}))
     with pytest.raises(RefusedError, match="no cwd"):
         trajconv.write(no_cwd, "qwen", tmp_path / "a")
     assert trajconv.write(no_cwd, "qwen", tmp_path / "b", cwd="/x").session_id
@@ -321,3 +334,64 @@ def test_a_command_the_cli_answered_itself_is_not_a_prompt(tmp_path: Path) -> No
     conservation(snap, 5)
     (dropped,) = [d for d in snap.diagnostics if d.code == "lifecycle-dropped"]
     assert dropped.count == 3 and "user:slash-command: 1" in dropped.samples
+
+
+def test_a_background_sub_agent_ends_in_the_clis_notification(tmp_path: Path) -> None:
+    snap = _read("recorded-subagent-background")
+    (child,) = snap.children
+    assert child.parent_call_id == "call_bg_1"
+    result = next(r.result for r in snap.records if r.kind == "tool-result")
+    assert result.output.startswith("Background agent launched successfully.")
+    note = next(r for r in snap.records if r.kind == "system")
+    assert note.text.startswith("<task-notification>") and "notes.txt: alpha, beta." in note.text
+    assert note.evidence.native == "user/notification"
+    # written back as the user message the CLI made of it, which its model is sent
+    out = trajconv.write(snap, "qwen", tmp_path / "out").out_dir
+    lines = [json.loads(x) for x in _written(out).read_text(encoding="utf-8").splitlines()]
+    (written,) = [x for x in lines if x.get("subtype") == "notification"]
+    assert (written["type"], written["provenance"]) == ("user", "system")
+    assert written["message"]["parts"] == [{"text": note.text}]
+
+
+def _boundaries(export: Export) -> tuple[int, tuple[str, ...]]:
+    found = [d for d in export.diagnostics if d.code == "untranslated-message-boundary"]
+    return (found[0].count, found[0].samples) if found else (0, ())
+
+
+def test_a_run_the_resumed_cli_sends_as_one_message_is_named(tmp_path: Path) -> None:
+    """Aider's answer and its edit error (two answer texts, no result between) reach the
+    resumed model as one text (``processContent`` joins a model Content's text parts), and
+    ``/run ...`` then ``Thanks`` as the parts of one user message (``extractCuratedHistory``):
+    the file keeps all four records, and each joined to the one before it is named."""
+    snap = trajconv.read("aider", FIXTURES / "aider/recorded-edits")
+    export = trajconv.write(snap, "qwen", tmp_path / "out", allow_lossy=True)
+    assert _boundaries(export) == (2, ("aider:L52", "aider:L98"))
+    again = trajconv.read("qwen", export.out_dir / "home", session=export.session_id)
+    texts = [r.text for r in again.records if r.kind in ("user", "assistant")]
+    assert texts == [r.text for r in snap.records if r.kind in ("user", "assistant")]
+    # one model Content holds both answer texts, as two parts
+    lines = [json.loads(x) for x in _written(export.out_dir).read_text().splitlines()]
+    answers = [x["message"]["parts"] for x in lines if x["type"] == "assistant"]
+    assert [len(p) for p in answers] == [1, 2, 1]
+
+
+def test_only_texts_the_cli_joins_are_named(tmp_path: Path) -> None:
+    """Three prompts in a row are one message (the second and third named); a prompt after
+    a result, an answer's text after its result, one reasoning and an empty answer text are
+    not joined; two reasoning texts of one answer are (one ``reasoning_content``)."""
+    b = SnapshotBuilder(Source(harness="t", harness_version="1", session_id="s", locator="s"), "t")
+    b.session = b.session.model_copy(update={"cwd": "/p"})
+    ev = evidence("log", native="x", line=1)
+    at: dict[str, Any] = {"time": None, "turn": None, "evidence": ev}
+    for n in (1, 2, 3):
+        b.add_text("user", f"u{n}", f"prompt {n}", **at)
+    b.add_text("reasoning", "r1", "think", **at)
+    b.add_call("c1", "call-1", "shell", {"command": "ls"}, **at)
+    b.add_result("res1", "call-1", True, "a", **at)
+    b.add_text("user", "u4", "and then", **at)
+    b.add_text("reasoning", "r2", "first", **at)
+    b.add_text("reasoning", "r3", "second", **at)
+    b.add_text("assistant", "a1", "", **at)
+    b.add_text("assistant", "a2", "done", **at)
+    export = trajconv.write(b.build(), "qwen", tmp_path / "out", allow_lossy=True)
+    assert _boundaries(export) == (3, ("u2", "u3", "r3"))

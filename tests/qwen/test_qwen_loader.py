@@ -93,3 +93,101 @@ def test_the_parity_check_lists_and_resumes_a_written_export(tmp_path: Path) -> 
     verdict = loader.verify_export(export, written)
     assert verdict is not None and verdict["ok"], verdict
     assert verdict["version"] == loader.VERSION
+
+
+def _reminder(body: str) -> dict[str, str]:
+    return {"type": "text", "text": f"<system-reminder>\n{body}\n</system-reminder>"}
+
+
+def test_the_clis_context_is_told_by_where_it_puts_it() -> None:
+    """The CLI's start-up reminders lead the first user message and its date reminder goes
+    right before the new prompt (``getInitialChatHistory``, the turn's ``systemReminders``);
+    consecutive user records reach it as one message, a part each (``extractCuratedHistory``).
+    A session's own ``<system-reminder>`` text (Grok's workflows, as ATIF keeps it) and an
+    unanswered last prompt are the session's, each an item of its own."""
+    body = {
+        "messages": [
+            {"role": "system", "content": "You are Qwen Code."},
+            {
+                "role": "user",
+                "content": [
+                    _reminder("The following skills are available"),
+                    _reminder("This is the Qwen Code."),
+                    {"type": "text", "text": "<user_info>x</user_info>"},
+                    _reminder("The following workflows are available"),
+                    {"type": "text", "text": "first"},
+                ],
+            },
+            {"role": "assistant", "content": "answer"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "unanswered"},
+                    _reminder("The current date is: today."),
+                    {"type": "text", "text": PROMPT},
+                ],
+            },
+        ]
+    }
+    items = loader.request_items(body)
+    sent = [
+        body["messages"][0]["content"],
+        *(p["text"] for p in body["messages"][1]["content"]),
+        "answer",
+        *(p["text"] for p in body["messages"][3]["content"]),
+    ]
+    assert [i["text"] for i in items] == sent
+    kinds = ["system", "system", "system", "user", "user", "user", "assistant", "user"]
+    assert [i["kind"] for i in items] == [*kinds, "system", "user"]
+
+
+def test_an_answers_texts_are_expected_as_the_converter_joins_them() -> None:
+    """Aider's answer and its edit error are one model Content of the written session, which
+    the CLI's OpenAI converter sends as one assistant text (``processContent`` joins the text
+    parts with nothing between); the two prompts after it stay a part each."""
+    snap = trajconv.read("aider", FIXTURES / "aider/recorded-edits")
+    texts = {r.id: r.text for r in snap.records if r.kind in ("user", "assistant")}
+    expected = loader.expected_items(snap.records, PROMPT)
+    assert expected == [
+        ("user", texts["aider:L11"]),
+        ("assistant", texts["aider:L12"]),
+        ("user", texts["aider:L37"]),
+        ("assistant", texts["aider:L38"] + texts["aider:L52"]),
+        ("user", texts["aider:L85"]),
+        ("user", texts["aider:L98"]),
+        ("assistant", texts["aider:L99"]),
+        ("user", PROMPT),
+    ]
+
+
+#: the parity pairs whose export the CLI once resumed with another history than expected
+PARITY_PAIRS = [
+    ("aider", "recorded-edits", None),
+    ("atif", "harbor-grok-multi-turn", None),
+    ("codex", "legacy", "3f2a8c1e-5b7d-4e90-a1c2-6d4e8f0b9a13"),
+    ("opencode", "legacy-json", "ses_dd60ed7ffffeKy9Pf34qY6Nb3w"),
+]
+
+
+@pytest.mark.parametrize(
+    ("harness", "case", "session"), PARITY_PAIRS, ids=[f"{h}-{c}" for h, c, _ in PARITY_PAIRS]
+)
+def test_the_parity_check_of_a_foreign_export_sees_its_history(
+    harness: str, case: str, session: str | None, tmp_path: Path
+) -> None:
+    """``trajconv parity``'s pair into qwen, as it builds it (``run_pair``): joined answer
+    texts, consecutive prompts, a session's own ``<system-reminder>`` text and an unanswered
+    last prompt are all seen as :func:`loader.expected_items` says."""
+    from proof.verify import check_export
+    from trajconv import parity
+    from trajconv.codecs import registry
+
+    require_loader(loader.find(tools_dir()), "qwen")
+    fx = next(
+        f
+        for f in parity.fixture_sessions(registry.get(harness))
+        if f.case == case and (session is None or f.session == session)
+    )
+    snap = trajconv.read(harness, fx.path, session=fx.session)
+    res = parity.run_pair(fx, registry.get("qwen"), snap, tmp_path, check_export)
+    assert res.loader is not None and res.loader["ok"], res.loader

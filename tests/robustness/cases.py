@@ -16,12 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
+from tests.aider.support import runs
 from tests.helpers import FIXTURES, conservation, fingerprint
 from tests.robustness import mutate
 from trajconv.codecs import registry
 from trajconv.codecs.jsonl import count_units
-from trajconv.errors import FormatError
+from trajconv.errors import FormatError, UsageError
 from trajconv.snapshot import io
 from trajconv.snapshot.models import Snapshot
 
@@ -129,6 +131,25 @@ class Target:
     """Native units counted without the reader (None: the counter cannot read it either)."""
 
 
+def _vibe_units(_snap: Snapshot, victim: Path) -> int | None:
+    """Transcript items of the current checkpoint and lines of the recovery journal."""
+    import json as _json
+
+    store = victim.parents[1]
+    try:
+        current = _json.loads((store / "CURRENT").read_bytes())
+        gen = store / "generations" / current["generation"]
+        manifest = _json.loads((gen / "manifest.json").read_bytes())
+        items = sum(
+            len(_json.loads((store / "chunks" / f"{c}.json").read_bytes()))
+            for c in manifest["checkpoint"]["chunks"]
+        )
+        journal = store / manifest["recovery_journal_segment"]["path"]
+        return items + len(journal.read_bytes().splitlines())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 TARGETS: dict[str, Target] = {
     "grok": Target("grok", "*/sessions/*/*/updates.jsonl", "text", _journal_units("updates.jsonl")),
     "copilot": Target(
@@ -151,6 +172,9 @@ TARGETS: dict[str, Target] = {
     "atif": Target("atif", "[hv]*[!d]/trajectory.json", "text", _atif_units),
     # the one-session database (a two-session store needs --session, so reads would refuse)
     "opencode": Target("opencode", "recorded-tools/opencode.db", "sqlite", _opencode_units),
+    # Kilo keeps OpenCode's tables: the same counter
+    "kilo": Target("kilo", "recorded-tools/kilo.db", "sqlite", _opencode_units),
+    "aider": Target("aider", "*/demo/.aider.chat.history.md", "text", lambda _s, v: runs(v)),
     # a cwd folder holding one session (the tree case's holds two: a read would need --session)
     "pi": Target(
         "pi",
@@ -158,6 +182,9 @@ TARGETS: dict[str, Target] = {
         "text",
         lambda snap, victim: _journal_units(victim.name)(snap, victim),
     ),
+    # a transcript chunk of the one-session store (a changed checkpoint chunk no longer
+    # matches its digest: vibe refuses it, and so does the reader)
+    "vibe": Target("vibe", "recorded-tools/store/*/chunks/*.json", "text", _vibe_units),
 }
 
 
@@ -173,8 +200,12 @@ def _alarm(_sig: int, _frame: FrameType | None) -> None:
     raise _Timeout
 
 
-def run_case(target: Target, mutation: str, seed: int, work: Path) -> str:
-    """Run one case; return its outcome ``snapshot`` / ``format-error`` or raise AssertionError."""
+def run_case(
+    target: Target, mutation: str, seed: int, work: Path, values: list[Any] | None = None
+) -> str:
+    """Run one case; return its outcome ``snapshot`` / ``format-error`` or raise AssertionError.
+
+    ``values``: what a multi-field mutation plants (drawn from the seed when not given)."""
     r = random.Random(seed)
     source = r.choice(fixture_files(target))
     case_root = source.relative_to(FIXTURES / target.harness).parts[0]
@@ -183,11 +214,17 @@ def run_case(target: Target, mutation: str, seed: int, work: Path) -> str:
     victim = home / source.relative_to(FIXTURES / target.harness / case_root)
     if target.kind == "text":
         data = victim.read_bytes()
-        victim.write_bytes(mutate.TEXT_MUTATIONS[mutation](r, data) if data else data)
+        if mutation == "multi-field" and data:
+            victim.write_bytes(mutate.multi_field(r, data, values))
+        else:
+            victim.write_bytes(mutate.TEXT_MUTATIONS[mutation](r, data) if data else data)
     else:
         # a mutation that cannot apply (the store is already broken) leaves it as it is
         with contextlib.suppress(Exception):
-            mutate.sqlite_mutations()[mutation](r, victim)
+            if mutation == "multi-cell":
+                mutate.multi_cell(r, victim, values)
+            else:
+                mutate.sqlite_mutations()[mutation](r, victim)
     read_path = victim.parent if target.kind == "text" else victim
     before = fingerprint(home)
     codec = registry.get(target.harness)
@@ -198,6 +235,11 @@ def run_case(target: Target, mutation: str, seed: int, work: Path) -> str:
         outcome = "snapshot"
     except FormatError as exc:
         assert exc.file, f"FormatError without a file: {exc}"
+        outcome = "format-error"
+    except UsageError as exc:
+        # several changed cells can make a one-session store hold two (a thread id
+        # changed): the refusal that asks for --session, naming the store, is typed too
+        assert str(victim) in str(exc) and "--session" in str(exc), str(exc)
         outcome = "format-error"
     except _Timeout:
         raise AssertionError(f"{mutation} seed {seed}: no answer in {CASE_SECONDS} s") from None

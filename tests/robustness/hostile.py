@@ -105,3 +105,34 @@ def export_file(
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return dest
+
+
+def atif_document(dest: Path, total: int, message: int = 1000) -> Path:
+    """An ATIF trajectory of about ``total`` bytes: user and agent steps in turn, each
+    agent step with a tool call and its result, messages of ``message`` characters."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w", encoding="utf-8") as out:
+        out.write(
+            '{"schema_version":"ATIF-v1.6","session_id":"big","agent":{"name":"x",'
+            '"version":"1","model_name":"m"},"steps":['
+        )
+        size, i = 0, 0
+        while size < total:
+            i += 1
+            text = (f"step {i} " * message)[:message]
+            step: dict[str, object] = {"step_id": i, "source": "user", "message": text}
+            if i % 2 == 0:
+                step = {
+                    "step_id": i,
+                    "source": "agent",
+                    "message": text,
+                    "tool_calls": [
+                        {"tool_call_id": f"c{i}", "function_name": "bash", "arguments": {}}
+                    ],
+                    "observation": {"results": [{"source_call_id": f"c{i}", "content": "ok"}]},
+                }
+            piece = ("," if i > 1 else "") + json.dumps(step, separators=(",", ":"))
+            out.write(piece)
+            size += len(piece)
+        out.write("]}")
+    return dest

@@ -7,6 +7,7 @@ writes ``evidence/robustness.md``.
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import sqlite3
@@ -150,6 +151,135 @@ def deep_nesting(r: random.Random, data: bytes) -> bytes:
     return b"\n".join(lines)
 
 
+# -- several fields at once (issue 34) ---------------------------------------------------
+
+HOSTILE_VALUES: list[Any] = [
+    *WRONG_TYPES,
+    *HOSTILE_IDS,
+    99_999_999_999_999_999,  # milliseconds no datetime holds (year 3170843)
+    -99_999_999_999_999_999,
+    2**63,
+    2**64 + 1,
+    -(2**63) - 1,
+    -0.0,
+    1e-320,
+    "2026-13-45T25:61:61Z",
+    "2026-02-30T00:00:00.000Z",
+    "0001-01-01T00:00:00+01:00",
+    "\x1b]0;pwned\x07\x1b[2J",
+    "\ud800",
+    ["text"],
+    {"type": "text"},
+    [{"type": ["x"]}],
+]
+"""Values a multi-field case plants: wrong types, numbers past every native range,
+impossible times, terminal escapes and containers where a name is expected."""
+
+
+def _planted(r: random.Random, value: Any, donors: list[Any]) -> Any:
+    """A hostile value, or (one time in four) a real value of another field of the same
+    input, so that the other fields still steer the reader down its deeper paths."""
+    if donors and r.random() < 0.25:
+        return r.choice(donors)
+    return copy.deepcopy(value)  # never one list in two places
+
+
+def multi_field(r: random.Random, data: bytes, values: list[Any] | None = None) -> bytes:
+    """Plant ``values`` (several, drawn from :data:`HOSTILE_VALUES` when not given) at as
+    many random places of the JSON lines (or one JSON document) at once, several on the
+    same line when it has them: a reader that checks one field at a time has to check
+    them all."""
+    if values is None:
+        values = [r.choice(HOSTILE_VALUES) for _ in range(r.randint(2, 8))]
+    lines = _lines(data)
+    parsed = dict(_json_lines(data))
+    if not parsed:  # one pretty-printed document, not JSON lines
+        try:
+            parsed = {-1: json.loads(data)}
+        except ValueError:
+            return data
+    donors = [
+        v for doc in parsed.values() for p in _paths(doc) if p for v in [_get(doc, p)]
+        if isinstance(v, (str, int)) and len(str(v)) < 80
+    ]  # fmt: skip
+    keys = list(parsed)
+    line = r.choice(keys)
+    for value in values:
+        if r.random() < 0.3:
+            line = r.choice(keys)  # most edits land on the same line, some elsewhere
+        paths = [p for p in _paths(parsed[line]) if p] or [()]
+        parsed[line] = _set(parsed[line], r.choice(paths), _planted(r, value, donors))
+    if -1 in parsed:
+        return _dump(parsed[-1], indent=2)
+    for i, doc in parsed.items():
+        lines[i] = _dump(doc)
+    return b"\n".join(lines)
+
+
+def _dump(doc: Any, indent: int | None = None) -> bytes:
+    """JSON text of ``doc``; a lone surrogate is written as its ``\\ud800`` escape."""
+    try:
+        return json.dumps(doc, ensure_ascii=False, indent=indent).encode()
+    except UnicodeEncodeError:
+        return json.dumps(doc, indent=indent).encode()
+
+
+def _get(value: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        value = value[key]
+    return value
+
+
+def multi_cell(r: random.Random, db: Path, values: list[Any] | None = None) -> None:
+    """Plant ``values`` in several cells of a SQLite store at once: inside the JSON a
+    text cell holds (at a random path), else as the cell's value (an integer past every
+    native range in a time column, a string in a number column...)."""
+    if values is None:
+        values = [r.choice(HOSTILE_VALUES) for _ in range(r.randint(2, 8))]
+    con = sqlite3.connect(db)
+    try:
+        tables = [
+            t
+            for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            if con.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone()
+        ]
+        if not tables:
+            return
+        table = r.choice(tables)
+        for value in values:
+            if r.random() < 0.3:
+                table = r.choice(tables)
+            cols = [c[1] for c in con.execute(f'PRAGMA table_info("{table}")')]
+            rowids = [i for (i,) in con.execute(f'SELECT rowid FROM "{table}" ORDER BY rowid')]
+            rowid, col = r.choice(rowids), r.choice(cols)
+            (cell,) = con.execute(
+                f'SELECT "{col}" FROM "{table}" WHERE rowid = ?', (rowid,)
+            ).fetchone()
+            new: Any
+            try:
+                doc = json.loads(cell) if isinstance(cell, (str, bytes)) else None
+            except ValueError:
+                doc = None
+            if isinstance(doc, (dict, list)) and r.random() < 0.8:
+                paths = [p for p in _paths(doc) if p] or [()]
+                new = json.dumps(_set(doc, r.choice(paths), copy.deepcopy(value)))
+                if isinstance(cell, bytes):
+                    new = new.encode()
+            elif isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+                new = value
+            elif isinstance(value, int):
+                new = value if -(2**63) <= value < 2**63 else str(value)
+            else:
+                new = json.dumps(value)
+            try:
+                con.execute(f'UPDATE "{table}" SET "{col}" = ? WHERE rowid = ?', (new, rowid))
+            except sqlite3.Error:
+                continue  # a constraint refused it: the other edits still stand
+        con.commit()
+    finally:
+        con.close()
+
+
 TEXT_MUTATIONS: dict[str, Mutation] = {
     "truncate": truncate,
     "drop-line": drop_line,
@@ -162,6 +292,7 @@ TEXT_MUTATIONS: dict[str, Mutation] = {
     "unknown-kind": unknown_kind,
     "huge-string": huge_string,
     "deep-nesting": deep_nesting,
+    "multi-field": multi_field,
 }
 
 
@@ -246,4 +377,5 @@ def sqlite_mutations() -> dict[str, Callable[[random.Random, Path], None]]:
         "wrong-column-type": wrong_column_type,
         "delete-row": delete_row,
         "tamper-value": tamper_value,
+        "multi-cell": multi_cell,
     }

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.robustness.cases import TARGETS, mutations, run_case
+from tests.robustness.mutate import HOSTILE_VALUES
 
 CASES_PER_CODEC = 60
 
@@ -46,3 +47,33 @@ def test_cases_are_reproducible(tmp_path: Path) -> None:
     a = run_case(target, "flip-bytes", 1234, tmp_path / "a")
     b = run_case(target, "flip-bytes", 1234, tmp_path / "b")
     assert a == b
+
+
+MULTI_FIELD_CASES = 8
+"""Multi-field cases per codec in CI (about 2-4 s of CPU each codec)."""
+
+
+@pytest.mark.parametrize("harness", sorted(TARGETS))
+def test_reader_survives_several_hostile_fields(
+    harness: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 34: several native fields changed at once (wrong types, numbers past every
+    native range, impossible times, containers where a name belongs), on one line or
+    across lines, in one case: a reader that checks fields one at a time still fails."""
+    target = TARGETS[harness]
+    mutation = "multi-field" if target.kind == "text" else "multi-cell"
+
+    @settings(
+        max_examples=MULTI_FIELD_CASES,
+        derandomize=True,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(
+        seed=st.integers(0, 2**32 - 1),
+        values=st.lists(st.sampled_from(HOSTILE_VALUES), min_size=2, max_size=8),
+    )
+    def case(seed: int, values: list[object]) -> None:
+        run_case(target, mutation, seed, tmp_path_factory.mktemp(harness), values=values)
+
+    case()

@@ -330,3 +330,111 @@ def test_an_index_damaged_inside_is_rebuilt_on_the_way(tmp_path: Path, _index: P
     result = run("--home", str(home), "app.py")
     assert result.exit_code == 0, result.output
     assert "rebuilt" in result.stderr
+
+
+def _many_docs(count: int, fail_at: int | None = None) -> list[engine.Doc]:
+    """``count`` docs of one place holding the same fixture session (``fail_at``: that
+    one's reading is interrupted)."""
+    codec = registry.get("grok")
+    (ref,) = codec.discover(GROK / "multi-turn")
+    snap = codec.read(ref.path, session=ref.session_id)
+
+    def load(i: int) -> Any:
+        if i == fail_at:
+            raise KeyboardInterrupt
+        return snap
+
+    return [
+        engine.Doc(
+            key=f"{engine.place('home', 'bench')}\0{i}",
+            fingerprint="1",
+            harness="grok",
+            session_id=f"s{i}",
+            title=None,
+            cwd=None,
+            updated_at=None,
+            path=f"/bench/{i}",
+            store=None,
+            load=lambda i=i: load(i),
+        )
+        for i in range(count)
+    ]
+
+
+def _statements(idx: engine.Index) -> list[str]:
+    said: list[str] = []
+    idx.conn.set_trace_callback(said.append)
+    return said
+
+
+def test_a_cold_build_commits_in_batches_and_its_statements_grow_with_the_sessions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(engine, "COMMIT_EVERY", 4)
+    counts = {}
+    for n in (0, 5, 10):
+        with engine.Index.open(tmp_path / f"i{n}.sqlite") as idx:
+            said = _statements(idx)
+            done, _scope = idx.refresh(_many_docs(n), [engine.place("home", "bench")])
+            assert done.indexed == n
+            assert said.count("COMMIT") == -(-n // 4)  # not one commit per session
+            # one look at what the index holds, whatever the number of sessions
+            assert sum(s.startswith("SELECT") for s in said) == 1
+            # the statements trajconv issues (FTS5's own, "-- ...", aside)
+            ours = [s for s in said if not s.startswith("--")]
+            counts[n] = sum(s not in ("BEGIN DEFERRED", "COMMIT") for s in ours)
+    assert counts[10] - counts[5] == counts[5] - counts[0]  # the same work per session
+
+
+def test_an_interrupted_build_keeps_what_it_committed_and_reads_the_rest_next_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(engine, "COMMIT_EVERY", 2)
+    places = [engine.place("home", "bench")]
+    with engine.Index.open(tmp_path / "i.sqlite") as idx, pytest.raises(KeyboardInterrupt):
+        idx.refresh(_many_docs(6, fail_at=3), places)
+    with engine.Index.open(tmp_path / "i.sqlite") as idx:
+        done, scope = idx.refresh(_many_docs(6), places)
+        # sessions 0 and 1 were committed; 2 was written but not committed: read again
+        assert (done.indexed, done.unchanged, done.removed) == (4, 2, 0)
+        hits = idx.query("README", scope, limit=None)
+        assert {h.session_id for h in hits} == {f"s{i}" for i in range(6)}
+
+
+def test_show_grep_shows_the_newest_session_discover_grep_lists(tmp_path: Path) -> None:
+    home = _grok_home(tmp_path)
+
+    def listed(text: str) -> list[str]:
+        result = CliRunner().invoke(
+            cli, ["discover", "--home", str(home), "--json", "--grep", text]
+        )
+        assert result.exit_code == 0, result.output
+        return [s["session_id"] for s in json.loads(result.stdout)["sessions"]]
+
+    def shown(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["show", str(home), "--format", "markdown", *args])
+
+    for text in ("second question", "README", "rewind demo", "files"):
+        ids = listed(text)
+        assert ids, text
+        result = shown("--grep", text)
+        assert result.exit_code == 0, result.output
+        assert ids[0] in result.stdout
+        assert all(other not in result.stdout for other in ids[1:])
+        assert f"# --grep {text!r}: grok {ids[0]}" in result.stderr
+    # the records that hold it are named; a session found by its title alone says so
+    result = shown("--grep", "second question")
+    assert "# --grep: 1 records hold 'second question': Turn " in result.stderr
+    assert "no record holds 'rewind demo' (its title does)" in shown("--grep", "rewind demo").stderr
+    # none: a usage error, as an unknown session is, with nothing on stdout
+    result = shown("--grep", "zqxnothing")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "no session in" in result.stderr
+    for args in (
+        ["--grep", " "],
+        ["--grep", "files", "--latest"],
+        ["--grep", "x", "--session", "y"],
+    ):
+        assert shown(*args).exit_code == 2
+    not_a_home = next(home.rglob("updates.jsonl"))
+    assert CliRunner().invoke(cli, ["show", str(not_a_home), "--grep", "files"]).exit_code == 2

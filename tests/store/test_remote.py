@@ -20,10 +20,12 @@ import pytest
 from click.testing import CliRunner
 
 from tests.archive import support
+from tests.helpers import rebuilt
 from tests.store.conftest import S3Server
 from trajconv.cli.main import cli
 from trajconv.errors import VerifyError
 from trajconv.harvest import archive
+from trajconv.snapshot.models import Snapshot
 from trajconv.store import load_input, verify_store
 from trajconv.store.remote import ObjectStore, index_key
 
@@ -32,6 +34,12 @@ UPLOADS = ("PUT", "POST")
 
 def _home(tmp_path: Path, name: str = "user") -> Path:
     return support.grok_home(tmp_path / name, ["multi-turn", "recorded-tool-failures"])
+
+
+def _as_session(snap: Snapshot, session_id: str) -> Snapshot:
+    """``snap`` read as session ``session_id`` (a row is bound to its Snapshot's own)."""
+    source = snap.source.model_copy(update={"session_id": session_id})
+    return rebuilt(snap.model_copy(update={"source": source}), len(snap.records))
 
 
 def _s3fs() -> object:
@@ -145,7 +153,7 @@ def test_two_concurrent_runs_into_one_bucket(s3: S3Server, bucket: str, tmp_path
             assert [r.relation for r in rows] == ["first", "unchanged"]
 
     # the race itself, made certain: both writers read the index before either writes
-    snap = support.growing_snapshot()
+    snap = _as_session(support.growing_snapshot(), "raced")
     a = ObjectStore.open(bucket, write=True)
     b = ObjectStore.open(bucket, write=True)
     a.add(snap, harness="grok", session_id="raced", fingerprint="a")
@@ -252,7 +260,7 @@ def test_missing_index_object_is_named_and_restored(
     assert verify_store(bucket).ok
 
     # a gap in a session's rows is named by its key
-    snap = support.growing_snapshot()
+    snap = _as_session(support.growing_snapshot(), "gap")
     with ObjectStore.open(bucket, write=True) as st:
         st.add(snap, harness="grok", session_id="gap", fingerprint="1")
         st.add(snap, harness="grok", session_id="gap", fingerprint="2")

@@ -36,6 +36,18 @@ SOURCES: list[tuple[str, str, Path, str | None]] = [
         "ses_dcd058513ffevrQ8QGLlAtfPlw",
     ),
     (
+        "kilo/recorded-subagent",
+        "kilo",
+        FIXTURES / "kilo" / "recorded-subagent" / "kilo.db",
+        "ses_db2bc2f11ffeMPBoVezRYjQqUf",
+    ),
+    (
+        "qwen/recorded-subagent-background",
+        "qwen",
+        next(FIXTURES.glob("qwen/recorded-subagent-background/.qwen/projects/*/chats/*.jsonl")),
+        None,
+    ),
+    (
         "qwen/recorded-subagent-compress",
         "qwen",
         next(FIXTURES.glob("qwen/recorded-subagent-compress/.qwen/projects/*/chats/*.jsonl")),

@@ -16,7 +16,7 @@ from trajconv.snapshot import fileload, io
 
 TARGETS = [c.name for c in registry.all_codecs() if c.can_write]
 #: the writers that write sub-agents as the target's own children
-CHILD_WRITERS = {"claude", "codex", "opencode", "qwen"}
+CHILD_WRITERS = {"claude", "codex", "opencode", "kilo", "qwen"}
 
 
 def test_every_child_writer_says_its_format_holds_children() -> None:
@@ -122,3 +122,17 @@ def test_the_archive_keeps_the_children_and_verify_names_a_tampered_one(
     assert any(f"child 0 ({child}): record {rec['seq']}" in p for p in report.problems), (
         report.problems
     )
+
+
+def test_a_grok_sub_agent_kept_apart_is_named_in_its_parent() -> None:
+    """Grok Build keeps a sub-agent as a session of its own; its parent's Snapshot does not
+    hold it, and says so, naming the child to convert."""
+    from tests.helpers import FIXTURES
+
+    home = FIXTURES / "grok" / "subagent"
+    parent = trajconv.read("grok", home, session="019c0000-3333-7000-8000-000000000001")
+    assert not parent.children
+    (diag,) = [d for d in parent.diagnostics if d.code == "subagent-separate"]
+    assert diag.samples == ("subagents/019c0000-3333-7000-8000-000000000002",)
+    child = trajconv.read("grok", home, session="019c0000-3333-7000-8000-000000000002")
+    assert child.session.parent_session_id == parent.session.id

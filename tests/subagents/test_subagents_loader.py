@@ -75,6 +75,10 @@ def test_the_real_cli_resumes_the_export_with_its_children(
     assert not [d for d in export.diagnostics if d.code == "untranslated-subagent"]
     home = tmp_path / "home"
     home.mkdir()
+    if name == "codex":  # the user's config names the provider (continue_session serves it)
+        (home / ".codex").mkdir()
+        config = codex_loader.offline_config("http://127.0.0.1:9/v1", "local-proxy")
+        (home / ".codex" / "config.toml").write_text(config, encoding="utf-8")
     cmd = [sys.executable, str(export.out_dir / "prepare.py"), "--home", str(home)]
     env = None
     if name == "opencode":

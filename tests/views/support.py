@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 import trajconv
+from tests.helpers import REPO, rebuilt
 from trajconv.codecs import registry
 from trajconv.parity import FixtureSession, fixture_sessions
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
@@ -22,8 +24,16 @@ def fixtures() -> tuple[FixtureSession, ...]:
 
 @cache
 def read_fixture(label: str) -> Snapshot:
+    """The fixture's Snapshot; one whose cwd is where its file lies (Aider keeps none, its
+    history is in the project folder) is given that folder under ``/checkout``, so that
+    its views are those of any clone."""
     fx = next(f for f in fixtures() if f.label == label)
-    return trajconv.read(fx.harness, fx.path, session=fx.session)
+    snap = trajconv.read(fx.harness, fx.path, session=fx.session)
+    cwd = Path(snap.session.cwd) if snap.session.cwd else None
+    if cwd is not None and cwd.is_relative_to(REPO):
+        portable = f"/checkout/{cwd.relative_to(REPO).as_posix()}"
+        return rebuilt(snap, session=snap.session.model_copy(update={"cwd": portable}))
+    return snap
 
 
 def hostile() -> Snapshot:

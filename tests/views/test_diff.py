@@ -79,3 +79,23 @@ def test_a_loss_no_diagnostic_names_is_shown_as_one() -> None:
 def test_diff_rejects_a_folder_that_is_no_export(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["show", "--diff", str(tmp_path), str(tmp_path)])
     assert res.exit_code == 2 and "export folders" in res.output
+
+
+def test_the_codex_writers_exit_status_rewrites_are_named(tmp_path: Path) -> None:
+    """Issue 33: the Codex writer puts a result's exit status and failure in its output text
+    and says so (``exit-status-in-text``); the diff showed each such change NOT NAMED."""
+    snap = read_fixture("grok/recorded-tool-failures")
+    io.dump(snap, tmp_path / "src.json")
+    export = trajconv.write(snap, "codex", tmp_path / "out")
+    assert any(d.code == "exit-status-in-text" for d in export.diagnostics)
+    res = CliRunner().invoke(
+        cli, ["show", "--diff", str(tmp_path / "src.json"), str(tmp_path / "out"), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    rewritten = [r for r in report["rows"] if "content" in r["fields"]]
+    assert rewritten
+    for row in rewritten:
+        assert "exit-status-in-text" in {n["code"] for n in row["named_by"]}
+        assert "content" not in row["unnamed_fields"]
+    assert report["counts"]["not named"] == 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import json
 import os
 import shlex
 import shutil
@@ -19,8 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from trajconv.cli.dataset import dataset as dataset_command
-from trajconv.cli.search import search as search_command
+from trajconv.cli.echo import echo, json_text
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -28,7 +26,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    click.echo(json_text(value))
 
 
 def _complete_harness(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -130,9 +128,9 @@ def _print_diagnostics(read: Any = (), written: Any = ()) -> None:
     """Every command's diagnostics go to stderr, so stdout stays the result."""
     lines = _diag_lines(read, "read") + _diag_lines(written, "write")
     if lines:
-        click.echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
+        echo("diagnostics (counts; `trajconv diagnostics` explains each code):", err=True)
         for line in lines:
-            click.echo(line, err=True)
+            echo(line, err=True)
 
 
 def _report_lossy(export: Any) -> None:
@@ -142,15 +140,15 @@ def _report_lossy(export: Any) -> None:
     found = [d for d in export.diagnostics if d.code in LOSSY_CODES]
     notes = [n for n in export.manifest.get("notes", []) if n.startswith("--allow-lossy")]
     if not found and not notes:
-        click.echo("--allow-lossy: nothing had to be left out", err=True)
+        echo("--allow-lossy: nothing had to be left out", err=True)
     for d in found:
         more = f" and {d.count - len(d.samples)} more" if d.count > len(d.samples) else ""
-        click.echo(
+        echo(
             f"--allow-lossy: {d.code} x{d.count} ({d.message}): {', '.join(d.samples)}{more}",
             err=True,
         )
     for note in notes:
-        click.echo(note, err=True)
+        echo(note, err=True)
 
 
 def _report_export(
@@ -174,17 +172,17 @@ def _report_export(
         return
     out = export.out_dir.resolve()
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
-    click.echo(f"wrote {export.target} session {export.session_id} to {out}")
-    click.echo(f"  snapshot:  {export.snapshot_id}")
+    echo(f"wrote {export.target} session {export.session_id} to {out}")
+    echo(f"  snapshot:  {export.snapshot_id}")
     if export.installable and not kept:
-        click.echo("  install:   now (--install); the export folder is removed after it")
-        click.echo(f"  resume:    {resume}")
+        echo("  install:   now (--install); the export folder is removed after it")
+        echo(f"  resume:    {resume}")
     elif export.installable:
-        click.echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
-        click.echo(f"  resume:    {resume}")
-        click.echo(f"  try first: {export.try_first()}")
+        echo(f"  install:   python {shlex.quote(str(out / 'prepare.py'))}")
+        echo(f"  resume:    {resume}")
+        echo(f"  try first: {export.try_first()}")
     for note in export.manifest.get("notes", []):
-        click.echo(f"  note:      {note}")
+        echo(f"  note:      {note}")
     _print_diagnostics(snapshot.diagnostics if snapshot is not None else (), export.diagnostics)
 
 
@@ -237,8 +235,26 @@ def _interrupts_kept() -> Iterator[list[BaseException]]:
             timer.join()
 
 
+_LAZY_COMMANDS = {"dataset": "trajconv.cli.dataset", "search": "trajconv.cli.search"}
+"""Command name -> the module that defines it (under the same name)."""
+
+
 class _Cli(click.Group):
-    """Turns trajconv's own errors into a one-line message and the documented exit code."""
+    """Turns trajconv's own errors into a one-line message and the documented exit code.
+
+    The commands kept in modules of their own (:data:`_LAZY_COMMANDS`) are imported when
+    named or listed (``--help``), so a conversion does not load them (issue 38)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _LAZY_COMMANDS and cmd_name not in self.commands:
+            import importlib
+
+            command = getattr(importlib.import_module(_LAZY_COMMANDS[cmd_name]), cmd_name)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -248,18 +264,18 @@ class _Cli(click.Group):
                 raise KeyboardInterrupt
             return result
         except TrajconvError as exc:
-            click.echo(f"trajconv: error: {exc}", err=True)
+            echo(f"trajconv: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             # spools are removed as their owners unwind; an export is staged, never half
-            click.echo("trajconv: interrupted", err=True)
+            echo("trajconv: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             _quiet_stdout()  # the reader (`| head`) has all it wanted
             ctx.exit(0)
         except OSError as exc:  # a file the user named: a folder, unreadable, disk full
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
+            echo(f"trajconv: error: {where}{exc.strerror or exc}", err=True)
             ctx.exit(1)
 
 
@@ -303,27 +319,38 @@ def codecs(as_json: bool, docs_dir: Path | None) -> None:
         from trajconv.codecs import formats
 
         for page in formats.write(docs_dir):
-            click.echo(f"wrote {page}", err=True)
+            echo(f"wrote {page}", err=True)
         return
 
-    rows: list[dict[str, Any]] = [
-        {
-            "name": c.name,
-            "aliases": list(c.aliases),
-            "read": c.can_read,
-            "write": c.can_write,
-            "discover": c.can_discover,
-            "description": c.description,
-        }
-        for c in registry.all_codecs()
-    ]
+    def line(r: dict[str, Any]) -> str:
+        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
+        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
+        return f"{r['name']:<11} {caps:<20} {r['description']}{aliases}"
+
+    _rows(
+        [
+            {
+                "name": c.name,
+                "aliases": list(c.aliases),
+                "read": c.can_read,
+                "write": c.can_write,
+                "discover": c.can_discover,
+                "description": c.description,
+            }
+            for c in registry.all_codecs()
+        ],
+        as_json,
+        line,
+    )
+
+
+def _rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]) -> None:
+    """A listing: the rows as JSON, or one ``line`` each."""
     if as_json:
         _emit_json(rows)
         return
     for r in rows:
-        caps = ",".join(k for k in ("read", "write", "discover") if r[k])
-        aliases = f" ({', '.join(r['aliases'])})" if r["aliases"] else ""
-        click.echo(f"{r['name']:<11} {caps:<20} {r['description']}{aliases}")
+        echo(line(r))
 
 
 def _harness_opt(
@@ -354,6 +381,16 @@ VERBOSE = click.option(
     "-v", "--verbose", is_flag=True, help="name every home looked at, found or not"
 )
 
+SESSION = click.option(
+    "--session", default=None, help="session id inside a home or store holding several"
+)
+
+REDACT = click.option(
+    "--redact",
+    is_flag=True,
+    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
+    "leave the native bytes out: for sharing",
+)
 
 FORCE = click.option(
     "--force",
@@ -378,7 +415,7 @@ FORCE = click.option(
     type=click.Path(path_type=Path),
     help="Snapshot file (default: stdout); an existing one is kept unless --force",
 )
-@click.option("--session", default=None, help="session id inside a home or store holding several")
+@SESSION
 @FORCE
 @limit_options
 def read(
@@ -403,13 +440,13 @@ def read(
         io.write(snap, sys.stdout.buffer)
     else:
         _dump_snapshot(snap, output, force)
-        click.echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
+        echo(f"wrote {output} ({len(snap.records)} records, {snap.id})", err=True)
     _print_diagnostics(snap.diagnostics)
 
 
 def _say(note: str | None) -> None:
     if note is not None:
-        click.echo(note, err=True)
+        echo(note, err=True)
 
 
 @cli.command()
@@ -446,7 +483,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     if home is not None:
         argv += ["--home", str(home)]
     done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=False)
-    click.echo(done.stdout, nl=False, err=as_json)
+    echo(done.stdout, nl=False, err=as_json)
     if done.returncode != 0:
         sys.exit(done.returncode)
 
@@ -469,7 +506,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     default=None,
     help="export folder (with --install, a new temporary one when left out)",
 )
-@click.option("--session", default=None, help="session id inside a home or store holding several")
+@SESSION
 @click.option(
     "--latest",
     is_flag=True,
@@ -483,12 +520,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     default=None,
     help="also keep the Snapshot in this file",
 )
-@click.option(
-    "--redact",
-    is_flag=True,
-    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
-    "leave the native bytes out: for sharing",
-)
+@REDACT
 @click.option(
     "--install",
     is_flag=True,
@@ -609,7 +641,7 @@ def verify(file: Path, as_json: bool) -> None:
         )
     else:  # parsed whole, so the first broken record or artifact is named
         doc = io.read_document(file)
-        io.validate_document(doc, str(file))
+        io.validate_document(doc, str(file), check=False)
         report = io.verify_document(doc, artifact_resolver(file))
     if as_json:
         _emit_json(
@@ -630,13 +662,13 @@ def verify(file: Path, as_json: bool) -> None:
             if report.children
             else ""
         )
-        click.echo(
+        echo(
             f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts"
             f"{kids})"
         )
     else:
         for p in report.problems:
-            click.echo(f"{file}: {p}", err=True)
+            echo(f"{file}: {p}", err=True)
     if not report.ok:
         sys.exit(1)
 
@@ -646,7 +678,7 @@ def verify(file: Path, as_json: bool) -> None:
 @_harness_opt(
     "--from", "source", help_text="harness PATH comes from; told from its files when left out"
 )
-@click.option("--session", default=None, help="session id inside a home or store holding several")
+@SESSION
 @click.option(
     "--latest",
     is_flag=True,
@@ -663,12 +695,7 @@ def verify(file: Path, as_json: bool) -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="write to FILE"
 )
 @click.option("--full", is_flag=True, help="unfold reasoning; show long text and output whole")
-@click.option(
-    "--redact",
-    is_flag=True,
-    help="replace secrets (keys, tokens, passwords) in every text by [REDACTED:<kind>] and "
-    "leave the native bytes out: for sharing",
-)
+@REDACT
 @click.option(
     "--diff",
     "diff_paths",
@@ -677,6 +704,15 @@ def verify(file: Path, as_json: bool) -> None:
     default=None,
     metavar="A B",
     help="compare two Snapshot files or export folders, record by record",
+)
+@click.option(
+    "--grep",
+    "grep",
+    default=None,
+    metavar="TEXT",
+    help="show the newest session whose title or any record holds every word of TEXT, as "
+    "`discover --grep` lists them (through the index of `trajconv search`), and name its "
+    "records that hold it on stderr; PATH, if given, is the home to look in",
 )
 @click.option("--json", "as_json", is_flag=True, help="the Snapshot (or the diff) as JSON")
 @limit_options
@@ -689,10 +725,13 @@ def show(**kw: Any) -> None:
     (a native home or a store) are nested under the tool call that spawned them. --diff A B
     shows two Snapshots side by side (e.g. a source and the re-read of its export folder):
     what was dropped or changed, and the diagnostic that named each difference.
+    --grep TEXT picks the session by what it holds: the newest of those `discover --grep
+    TEXT` lists (of the default homes, or of PATH, a home; --from narrows to a harness).
 
     \b
     trajconv show ~/.grok --session ID                  paged text on a terminal
     trajconv show --latest                              the newest session anywhere
+    trajconv show --grep "ENOENT upload"                the newest session holding both
     trajconv show SNAPSHOT.json --format markdown > session.md
     trajconv show SNAPSHOT.json --format html -o session.html
     trajconv show --diff SNAPSHOT.json EXPORT_DIR
@@ -716,7 +755,7 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
     """Install an export (runs OUT/prepare.py with the same options)."""
     import subprocess
 
-    from trajconv.codecs.export import MANIFEST
+    from trajconv.codecs.export import MANIFEST, check_files
 
     if not (out / MANIFEST).is_file():
         raise UsageError(
@@ -728,6 +767,7 @@ def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
             f"{out} is a document export (nothing installs it); convert it on with "
             "trajconv convert --from <its format> --to HARNESS"
         )
+    check_files(out)  # prepare.py checks the files it installs, but not itself
     argv = [sys.executable, str(out / "prepare.py")]
     if home is not None:
         argv += ["--home", str(home)]
@@ -741,9 +781,7 @@ def schema() -> None:
     """Print the JSON Schema of the Snapshot format (trajconv.snapshot/1)."""
     from importlib import resources
 
-    click.echo(
-        resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False
-    )
+    echo(resources.files("trajconv.snapshot").joinpath("schema.json").read_text("utf-8"), nl=False)
 
 
 @cli.command()
@@ -752,21 +790,20 @@ def diagnostics(as_json: bool) -> None:
     """List every diagnostic code with its severity and meaning."""
     from trajconv.snapshot.diagnostics import REGISTRY
 
-    rows: list[dict[str, Any]] = [
-        {
-            "code": c.code,
-            "severity": c.severity,
-            "side": c.side,
-            "counts_units": c.units,
-            "meaning": c.meaning,
-        }
-        for c in REGISTRY.values()
-    ]
-    if as_json:
-        _emit_json(rows)
-        return
-    for r in rows:
-        click.echo(f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}")
+    _rows(
+        [
+            {
+                "code": c.code,
+                "severity": c.severity,
+                "side": c.side,
+                "counts_units": c.units,
+                "meaning": c.meaning,
+            }
+            for c in REGISTRY.values()
+        ],
+        as_json,
+        lambda r: f"{r['code']:<28} {r['severity']:<8} {r['side']:<7} {r['meaning']}",
+    )
 
 
 def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
@@ -774,17 +811,10 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
     every word of it; sessions the index could not read are named on stderr."""
     from trajconv import search
 
-    if not text.split():
-        raise UsageError("--grep: give some text to look for")
-    holding, done = search.sessions_holding(listing, text)
+    found, done = search.grep_refs(listing, refs, text)
     for who, reason in done.skipped:
-        click.echo(f"# --grep skipped {who}: {reason}", err=True)
-    low = text.casefold()
-    return [
-        r
-        for r in refs
-        if low in (r.title or "").casefold() or (r.harness, r.session_id, str(r.path)) in holding
-    ]
+        echo(f"# --grep skipped {who}: {reason}", err=True)
+    return found
 
 
 @cli.command()
@@ -837,16 +867,16 @@ def discover(
         _emit_json({"coverage": listing.coverage, "sessions": rows})
         return
     if rows:
-        click.echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
+        echo(f"{'HARNESS':<10} {'SESSION':<40} {'UPDATED':<24} {'TITLE':<30} PATH")
     for r in rows:
         title = r["title"] or "-"
         title = title if len(title) <= 30 else title[:29] + "…"
-        click.echo(
+        echo(
             f"{r['harness']:<10} {r['session_id']:<40} "
             f"{r['updated_at'] or r['created_at'] or '-':<24} {title:<30} {r['path']}"
         )
     for line in find.coverage_lines(listing.coverage, verbose):
-        click.echo(line, err=True)
+        echo(line, err=True)
 
 
 @cli.command()
@@ -884,9 +914,9 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
             _emit_json({"ok": not problems, "problems": problems})
         else:
             for p in problems:
-                click.echo(f"parity: {p}", err=True)
+                echo(f"parity: {p}", err=True)
             if not problems:
-                click.echo("parity evidence is current")
+                echo("parity evidence is current")
         if problems:
             sys.exit(1)
         return
@@ -905,7 +935,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
             )
         parity_mod.write(data)
         lost = sum(1 for p in data["pairs"] if any(v["lost"] for v in p["kinds"].values()))
-        click.echo(
+        echo(
             f"wrote {parity_mod.EVIDENCE / 'parity.json'} and matrix.md "
             f"({len(data['pairs'])} pair runs, {lost} with losses)",
             err=True,
@@ -915,7 +945,7 @@ def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     if as_json:
         _emit_json(data)
         return
-    click.echo(parity_mod.render_markdown(data), nl=False)
+    echo(parity_mod.render_markdown(data), nl=False)
 
 
 def _verify_store(store: Path | str, as_json: bool) -> None:
@@ -925,16 +955,16 @@ def _verify_store(store: Path | str, as_json: bool) -> None:
     if as_json:
         _emit_json(report.to_json())
     elif report.ok:
-        click.echo(
+        echo(
             f"ok {store}: {report.snapshots} Snapshots, {report.artifacts} artifacts, "
             f"{report.index_rows} index rows, {report.sessions} sessions"
         )
     else:
         for p in report.problems:
-            click.echo(f"{store}: {p}", err=True)
+            echo(f"{store}: {p}", err=True)
     if not as_json:
         for note in report.notes:
-            click.echo(f"# note: {note}", err=True)
+            echo(f"# note: {note}", err=True)
     if not report.ok:
         sys.exit(1)
 
@@ -1088,21 +1118,21 @@ def archive_run(
         _emit_json(summary.to_json())
     else:
         counts = summary.counts
-        click.echo(
+        echo(
             f"archived {len(summary.outcomes)} sessions into {store} in {summary.seconds:.2f} s: "
             + ", ".join(f"{k} {v}" for k, v in counts.items())
         )
-        click.echo(
+        echo(
             f"  wrote {summary.snapshots_written} Snapshots, {summary.artifacts_written} "
             f"artifacts ({summary.bytes_written} bytes)"
         )
         for o in summary.outcomes:
             if o.status in ("extends", "diverged"):
-                click.echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
+                echo(f"  {o.status:<9} {o.harness} {o.session_id} {o.snapshot_id}")
         for line in find.coverage_lines(summary.coverage, verbose):
-            click.echo(line, err=True)
+            echo(line, err=True)
     for o in summary.failed:
-        click.echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
+        echo(f"failed {o.harness} {o.session_id}: {o.error}", err=True)
     if not summary.ok:
         sys.exit(1)
 
@@ -1124,7 +1154,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
                 _emit_json(sessions)
                 return
             for s in sessions:
-                click.echo(
+                echo(
                     f"{s['harness']:<10} {s['session_id']:<40} {s['snapshots']:>3} snapshot(s)  "
                     f"{s['latest_relation']:<9} {s['records']:>6} records  {s['archived_at']}"
                 )
@@ -1137,7 +1167,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
         return
     for r in rows:
         facts = "  (session facts changed)" if r.facts_changed else ""
-        click.echo(
+        echo(
             f"{r.archived_at}  {r.relation:<9} {r.snapshot_id}  {r.records:>6} records  "
             f"{r.harness}{facts}"
         )
@@ -1173,7 +1203,7 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
         if as_json:
             _emit_json(done.to_json())
             return
-        click.echo(
+        echo(
             f"exported {store} to {file} as Parquet: {done.sessions} sessions, "
             f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)"
         )
@@ -1184,7 +1214,7 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
     if as_json:
         _emit_json(moved.to_json())
         return
-    click.echo(
+    echo(
         f"exported {store} to {file}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows)"
     )
@@ -1202,14 +1232,10 @@ def archive_import(file: Path, store: Path, as_json: bool) -> None:
     if as_json:
         _emit_json(moved.to_json())
         return
-    click.echo(
+    echo(
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
         f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
     )
-
-
-cli.add_command(search_command)
-cli.add_command(dataset_command)
 
 
 def main() -> None:

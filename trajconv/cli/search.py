@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from trajconv.cli.echo import echo, json_text
 from trajconv.errors import TrajconvError, UsageError
 
 
@@ -199,10 +200,10 @@ def search(
             redact=redact,
         )
     except UsageError as exc:
-        click.echo(f"trajconv search: {exc}", err=True)
+        echo(f"trajconv search: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     for who, reason in refreshed.skipped:
-        click.echo(f"# skipped {who}: {reason}", err=True)
+        echo(f"# skipped {who}: {reason}", err=True)
     if refreshed.rebuilt:
         click.echo("# the search index was damaged and has been rebuilt", err=True)
     if refreshed.indexed:
@@ -213,10 +214,8 @@ def search(
         )
     if as_json:
         if hits:
-            import json
-
             rows = [dict(h.to_json(), open=_open_argv(h)) for h in hits]
-            click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+            click.echo(json_text(rows))
         sys.exit(0 if hits else 1)
     from trajconv.views.model import inert
 

@@ -12,9 +12,7 @@ class StorePath(click.Path):
     would fold its ``//``), to be opened as an object store."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        # imported here: the store package loads the Snapshot models, which `--help` and
-        # `codecs` do not need
-        from trajconv.store.backend import is_url
+        from trajconv.store import is_url  # no store module: --help and codecs stay small
 
         if isinstance(value, str) and is_url(value):
             return value

@@ -7,6 +7,7 @@ a codec module imports its reader and writer only when they are used.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tempfile
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from trajconv.errors import LimitError, UnsafePathError, UsageError, writing
+from trajconv.errors import FormatError, LimitError, UnsafePathError, UsageError, writing
 
 if TYPE_CHECKING:  # listing codecs (`trajconv codecs`) need not import pydantic
     from trajconv.snapshot.diagnostics import Diagnostics
@@ -106,16 +107,7 @@ class SessionRef:
     size: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "harness": self.harness,
-            "session_id": self.session_id,
-            "path": str(self.path),
-            "title": self.title,
-            "cwd": self.cwd,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "size": self.size,
-        }
+        return {**dataclasses.asdict(self), "path": str(self.path)}
 
 
 @dataclass(frozen=True)
@@ -322,6 +314,31 @@ class Codec(Protocol):
     ) -> ExportPlan: ...
 
 
+#: Reader codes that count a unit the reader could not make out at all (as against a unit
+#: it recognised and left out on purpose, such as ``lifecycle-dropped`` or ``rewound``).
+UNRECOGNISED = frozenset({"unknown-kind", "invalid-line", "torn-line", "blank-line"})
+
+
+def refuse_unrecognised(snapshot: Snapshot, path: Path, harness: str) -> None:
+    """Refuse what a reader recognised nothing of: no record, no sub-agent, and every unit
+    it saw counted as one it could not make out. Such a Snapshot is another harness's file
+    read as this one's (issue 33: a Codex rollout read ``--from claude`` was written as an
+    empty session, exit 0), not an empty session; one check for every reader."""
+    from trajconv.snapshot.diagnostics import lookup as lookup_code
+
+    if len(snapshot.records) or snapshot.children:
+        return
+    counted = [d for d in snapshot.diagnostics if lookup_code(d.code).units]
+    if not counted or any(d.code not in UNRECOGNISED for d in counted):
+        return
+    found = ", ".join(f"{d.code} x{d.count}" for d in counted)
+    raise FormatError(
+        path,
+        f"not a {harness} session: the {harness} reader recognised none of it ({found}); "
+        "say which harness wrote it with --from (trajconv codecs lists them)",
+    )
+
+
 @dataclass(frozen=True)
 class LazyCodec:
     """A codec whose modules load on first use: ``<package>.layout.default_home``,
@@ -383,6 +400,7 @@ class LazyCodec:
         # (a reader's own "cannot read" must not blame the native file for it).
         with writing(tempfile.gettempdir()):
             snap: Snapshot = self._fn("reader", "read")(path, session=session, limits=limits)
+        refuse_unrecognised(snap, path, self.name)
         return snap
 
     def plan(self, snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> ExportPlan:

@@ -2,16 +2,17 @@
 
 What is here: a cheap look at a file for ``layout.claims`` (its first bytes, its first
 JSON line), session ids (a UUID kept, else a uuid5 of the Snapshot id), RFC 3339 text to
-epoch milliseconds, what every writer checks first (:func:`open_write`), and the message a
-home holding several sessions gives.
+epoch milliseconds, what every writer checks first (:func:`open_write`), the message a
+home holding several sessions gives, and :class:`LineUnit` (a JSONL reader's native line).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import orjson
 
@@ -19,8 +20,13 @@ from trajconv.codecs.base import check_continuable, safe_component
 from trajconv.errors import RefusedError, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Container, Iterator
+
+    from trajconv.codecs.base import Limits
+    from trajconv.snapshot.builder import SnapshotBuilder
     from trajconv.snapshot.diagnostics import Diagnostics
     from trajconv.snapshot.models import Snapshot
+    from trajconv.snapshot.spool import Spool
 
 #: how much of a file ``layout.claims`` may look at: a first line, never a whole read
 HEAD_BYTES = 64 * 1024
@@ -35,14 +41,31 @@ def head(path: Path, size: int = 4096) -> bytes:
         return b""
 
 
-def first_json(path: Path) -> dict[str, Any] | None:
-    """The first line of ``path`` as a JSON object (at most :data:`HEAD_BYTES`), else None."""
-    line = head(path, HEAD_BYTES).split(b"\n", 1)[0]
+def json_object(data: bytes) -> dict[str, Any] | None:
+    """``data`` as a JSON object, else None (not JSON, or another JSON value)."""
     try:
-        value = orjson.loads(line)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def json_text_member(doc: str | bytes, key: str) -> str | None:
+    """The non-empty string the JSON object ``doc`` holds under ``key``; ``None`` when it
+    holds none there or ``doc`` is no JSON object (read by :func:`json.loads`)."""
+    import json
+
+    try:
+        value = json.loads(doc)
+    except ValueError:
+        return None
+    member = value.get(key) if isinstance(value, dict) else None
+    return member if isinstance(member, str) and member else None
+
+
+def first_json(path: Path) -> dict[str, Any] | None:
+    """The first line of ``path`` as a JSON object (at most :data:`HEAD_BYTES`), else None."""
+    return json_object(head(path, HEAD_BYTES).split(b"\n", 1)[0])
 
 
 def is_uuid(value: str) -> bool:
@@ -101,6 +124,15 @@ class Opening(NamedTuple):
     """The session id as a UUID (:func:`uuid_session_id`), safe as a path component."""
 
 
+def work_folder(snapshot: Snapshot, target: str, cwd: str | None) -> str:
+    """The working folder a writer writes the session for: ``cwd`` given, else the
+    session's; else RefusedError naming ``--cwd``."""
+    workdir = cwd or snapshot.session.cwd
+    if not workdir:
+        raise RefusedError(f"refusing to write {target}: the session has no cwd; pass --cwd DIR")
+    return workdir
+
+
 def open_write(
     snapshot: Snapshot,
     target: str,
@@ -119,8 +151,137 @@ def open_write(
     drop = check_continuable(
         snapshot, target, allow_lossy=allow_lossy, refuse_pending=refuse_pending
     )
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError(f"refusing to write {target}: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, target, cwd)
     sid = safe_component(uuid_session_id(snapshot, diags, f"{target}-session"), "session id")
     return Opening(diags, drop, workdir, sid)
+
+
+#: a session folder's lock and temporary files, never kept (:func:`other_files`)
+SKIP_SUFFIXES = (".lock", ".tmp")
+
+
+def other_files(
+    folder: Path, known: Container[str], limits: Limits, budget: int, skip_dirs: Container[str] = ()
+) -> Iterator[tuple[Path, str]]:
+    """Every other file of a session folder for the reader to keep byte for byte, with its
+    name relative to ``folder``: not a symlink, not one of the ``known`` names the reader
+    parses, not a lock or temporary file, not under a top folder in ``skip_dirs``. Their
+    sizes after ``budget`` bytes over ``limits.max_session_bytes`` is a LimitError."""
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if (
+            not path.is_file()
+            or path.is_symlink()
+            or rel in known
+            or path.name.endswith(SKIP_SUFFIXES)
+            or rel.split("/", 1)[0] in skip_dirs
+        ):
+            continue
+        budget += path.stat().st_size
+        limits.check("max_session_bytes", budget, folder)
+        yield path, rel
+
+
+def spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
+    """The chunks of a file a writer wrote to ``spool`` (kept alive until the export is
+    written), as an ``ExportFile``'s content."""
+    from trajconv.snapshot.spool import Blob
+
+    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
+
+
+class LineProjector(Protocol):
+    """What a :class:`LineUnit` adds to: the reader's projection of one file."""
+
+    name: str
+    b: SnapshotBuilder
+    d: Diagnostics
+    turn: int | None
+
+
+class LineUnit:
+    """One native line (or entry) of a JSONL session and the records made of it.
+
+    Record ids are ``<prefix>:<native id>``, then ``:<n>`` for the n-th record of the line;
+    the first record carries the line's unit. What the line drops is counted at the end
+    (:meth:`finish`): the first drop of a line that made no record under its own code (the
+    line is then that drop), every other as ``block-dropped`` with its code as the name.
+    """
+
+    def __init__(
+        self, proj: LineProjector, prefix: str, number: int, nid: str, time: str | None
+    ) -> None:
+        self.proj = proj
+        self.prefix = prefix
+        self.number = number
+        self.nid = nid
+        self.time = time
+        self.records = 0
+        self.dropped: list[tuple[str, str | None]] = []
+
+    def add(self, make: Callable[..., object], native_kind: str, path: str | None) -> str:
+        """Make the line's next record with ``make(record id, evidence)``; its id."""
+        from trajconv.snapshot.builder import evidence
+
+        n = self.records
+        rid = f"{self.prefix}:{self.nid}" if n == 0 else f"{self.prefix}:{self.nid}:{n}"
+        ev = evidence(
+            artifact=self.proj.name,
+            line=self.number,
+            json_path=path,
+            native=native_kind,
+            native_id=self.nid,
+            units=1 if n == 0 else 0,
+        )
+        make(rid, ev)
+        self.records += 1
+        return rid
+
+    def text(
+        self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
+    ) -> None:
+        proj = self.proj
+        self.add(
+            lambda rid, ev: proj.b.add_text(
+                kind, rid, text, time=self.time, turn=proj.turn, evidence=ev, model=model
+            ),
+            native_kind,
+            path,
+        )
+
+    def result(
+        self,
+        call_id: str,
+        ok: bool,
+        output: str,
+        native_kind: str,
+        path: str | None,
+        exit_code: int | None = None,
+    ) -> None:
+        """The line's next record: the result of the tool call ``call_id``."""
+        proj = self.proj
+        self.add(
+            lambda rid, ev: proj.b.add_result(
+                rid,
+                call_id,
+                ok,
+                output,
+                time=self.time,
+                turn=proj.turn,
+                evidence=ev,
+                exit_code=exit_code,
+            ),
+            native_kind,
+            path,
+        )
+
+    def drop(self, code: str, name: str | None = None) -> None:
+        self.dropped.append((code, name))
+
+    def finish(self) -> None:
+        place = f"{self.proj.name}:{self.number}"
+        for i, (code, name) in enumerate(self.dropped):
+            if self.records == 0 and i == 0:
+                self.proj.d.add(code, place, name=name)
+            else:
+                self.proj.d.add("block-dropped", place, name=name or code)

@@ -31,12 +31,37 @@ def diagnostic_codes(codec: Codec) -> list[str]:
     if package is None:
         return []
     found: set[str] = set()
-    for entry in resources.files(package).iterdir():
-        if entry.name.endswith(".py"):
+    packages, done = [package], set()
+    while packages:
+        current = packages.pop()
+        done.add(current)
+        for entry in resources.files(current).iterdir():
+            if not entry.name.endswith(".py"):
+                continue
             for node in ast.walk(ast.parse(entry.read_text("utf-8"))):
                 if isinstance(node, ast.Constant) and node.value in REGISTRY:
                     found.add(node.value)
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    shared = _shared_package(node.module)
+                    if shared is not None and shared not in done:
+                        packages.append(shared)
     return sorted(found)
+
+
+def _shared_package(module: str) -> str | None:
+    """The shared package of ``trajconv.codecs`` that ``module`` is in (one two codecs build
+    on, such as ``opencode_lineage``, which is no codec itself), or None."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[:2] != ["trajconv", "codecs"]:
+        return None
+    name = ".".join(parts[:3])
+    if parts[2] in registry.names():
+        return None
+    try:
+        is_package = resources.files(name).is_dir()
+    except (ModuleNotFoundError, TypeError):
+        return None
+    return name if is_package else None
 
 
 def _claims_doc(codec: Codec) -> str:

@@ -12,9 +12,12 @@ Facts: ``@google/gemini-cli`` 0.61.0 and ``@qwen-code/qwen-code`` 0.24.4 bundles
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder
 
 #: the shell tool of both CLIs, whose output carries the exit status
 SHELL = "run_shell_command"
@@ -52,3 +55,23 @@ def exit_code(output: str) -> int | None:
     """``Exit Code: N`` of a shell tool's output."""
     match = _EXIT.search(output)
     return int(match.group(1)) if match else None
+
+
+def add_function_call(
+    b: SnapshotBuilder,
+    fc: dict[str, Any],
+    rid: str,
+    call_id: str,
+    *,
+    time: str | None,
+    turn: int | None,
+    evidence: EvidenceFields,
+) -> str:
+    """The tool call record of a ``functionCall`` part (``{name, args}``; no args are
+    ``{}``) as call ``call_id`` of the message ``rid``; its record id."""
+    record = f"{rid}:call:{call_id}"
+    args = fc.get("args") if fc.get("args") is not None else {}
+    b.add_call(
+        record, call_id, str(fc.get("name") or ""), args, time=time, turn=turn, evidence=evidence
+    )
+    return record

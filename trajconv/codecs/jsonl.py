@@ -12,9 +12,9 @@ is an error that says so (its lines would otherwise all be skipped).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,6 +22,10 @@ from trajconv.codecs.base import Limits
 from trajconv.errors import FormatError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.spool import CHUNK
+
+if TYPE_CHECKING:
+    from trajconv.snapshot.blob import Blob
+    from trajconv.snapshot.builder import SnapshotBuilder
 
 
 def read_bounded(path: Path, limit: int, limits_name: str = "max_session_bytes") -> bytes:
@@ -80,6 +84,55 @@ def iter_file_objects(
     return _objects(_file_lines(path, limits.max_line_bytes), name, diags, limits, utf8)
 
 
+def copy_jsonl(
+    b: SnapshotBuilder,
+    name: str,
+    path: Path,
+    limits: Limits,
+    utf8: Utf8Tally,
+    *,
+    watch: Callable[[bytes], None] | None = None,
+) -> tuple[Blob, Path]:
+    """Copy the JSON Lines file at ``path`` into ``b`` as the artifact ``name`` (at most
+    ``limits.max_session_bytes``); its blob and the copy the reader parses (the same bytes
+    as the artifact, even if the harness appends meanwhile). ``utf8`` learns from that parse
+    whether the file is UTF-8."""
+    from trajconv.snapshot.secrets import NDJSON
+
+    blob = b.add_artifact_file(
+        name,
+        NDJSON,
+        path,
+        limits.max_session_bytes,
+        "max_session_bytes",
+        utf8=utf8.verdict,
+        watch=watch,
+    )
+    copy = blob.whole_file
+    assert copy is not None  # add_artifact_file writes a file of its own
+    return blob, copy
+
+
+def project_jsonl(
+    line: Callable[[int, dict[str, Any]], None],
+    copy: Path,
+    name: str,
+    b: SnapshotBuilder,
+    limits: Limits,
+    utf8: Utf8Tally,
+    native: Path,
+) -> None:
+    """Hand every good line of ``copy`` (the artifact ``name``) to ``line`` in order; more
+    than ``limits.max_records`` records in ``b`` is a LimitError naming ``native``'s line."""
+    from trajconv.errors import LimitError
+
+    max_records = limits.max_records
+    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
+        line(number, obj)
+        if b.record_count > max_records:
+            raise LimitError(native, "max_records", max_records, line=number)
+
+
 _BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -132,6 +185,12 @@ def _split_lines(data: bytes) -> Iterator[memoryview]:
         stop = end if nl < 0 else nl
         yield view[start:stop]
         start = stop + 1
+
+
+def file_lines(path: Path, max_line: int) -> Iterator[bytes]:
+    """The raw lines of the file at ``path`` (without their newline), as the iterators
+    number them: for a reader that needs the bytes of a line it could not parse."""
+    return _file_lines(path, max_line)
 
 
 def _file_lines(path: Path, max_line: int) -> Iterator[bytes]:

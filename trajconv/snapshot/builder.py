@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import functools
 import hashlib
 import json
 import re
@@ -26,6 +25,7 @@ from trajconv.snapshot import hashing, secrets
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
     FORMAT,
+    TIME_PATTERN,
     Child,
     Producer,
     Session,
@@ -58,7 +58,9 @@ _EXACT_MS = 2**32 * 1000
 _day_cache: tuple[int, str] = (-1, "")
 
 
-def time_from_ms(ms: int | float) -> str:
+def time_from_ms(ms: int | float) -> str | None:
+    """Unix milliseconds as a Snapshot time; ``None`` for a number no UTC instant of
+    years 1-9999 is (issue 34: ``99999999999999999`` crashed readers and discover)."""
     global _day_cache
     if type(ms) is int and 0 <= ms < _EXACT_MS:
         # Fast path, byte-equal to the general one below (tests/core/test_canonical.py):
@@ -72,14 +74,16 @@ def time_from_ms(ms: int | float) -> str:
         minute, rest = divmod(rest, 60_000)
         second, milli = divmod(rest, 1000)
         return f"{date}{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
-    return iso_ms(datetime.fromtimestamp(ms / 1000, tz=UTC))
+    try:
+        return iso_ms(datetime.fromtimestamp(ms / 1000, tz=UTC))
+    except (ValueError, OverflowError, OSError):  # past year 9999, before year 1, NaN
+        return None
 
 
 # A time already in the Snapshot's format (as Copilot and fx write theirs), which is kept
 # as it is once its date is known to exist: what the general path gives it back.
-_SNAPSHOT_TIME = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
-)
+_SNAPSHOT_TIME = re.compile(TIME_PATTERN[1:-1])
+"""The models' pattern: the calendar is in it, so a matching time is a real instant."""
 
 
 def _moment(text: str) -> datetime | None:
@@ -88,11 +92,6 @@ def _moment(text: str) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo is not None else None
-
-
-@functools.lru_cache(maxsize=64)
-def _date_exists(date: str) -> bool:
-    return _moment(date + "T00:00:00Z") is not None
 
 
 class EvidenceFields(TypedDict):
@@ -209,10 +208,15 @@ def plain_record(rec: dict[str, Any]) -> bool:
 
 def time_from_iso(text: str) -> str | None:
     """Normalise an RFC 3339 / ISO 8601 time with an offset; ``None`` when unparsable."""
-    if len(text) == 24 and _SNAPSHOT_TIME.fullmatch(text) and _date_exists(text[:10]):
+    if len(text) == 24 and _SNAPSHOT_TIME.fullmatch(text):
         return text
     moment = _moment(text)
-    return None if moment is None else iso_ms(moment)
+    if moment is None:
+        return None
+    try:
+        return iso_ms(moment)
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first UTC instant
+        return None
 
 
 class ArtifactWriter:

@@ -72,10 +72,23 @@ _CODES: tuple[Code, ...] = (
     _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
     _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
     _r(
+        "not-resumed-file",
+        "info",
+        "line of a session file the harness does not resume from (another file of the same "
+        "session holds the conversation), kept in artifacts",
+    ),
+    _r(
         "aborted-message",
         "info",
         "assistant message that ended in an error or was aborted, which the harness does not "
         "send its model again; kept in artifacts",
+    ),
+    _r(
+        "subagent-separate",
+        "warning",
+        "sub-agent this reader keeps as a session of its own, not as a child of this Snapshot: "
+        "a conversion of this session does not carry it (convert it by the id the sample names)",
+        units=False,
     ),
     _r(
         "subagent-unlinked",
@@ -133,6 +146,12 @@ _CODES: tuple[Code, ...] = (
         "info",
         "image, orphan result or redacted block inside a message that gave other records; "
         "kept in artifacts, not projected",
+        units=False,
+    ),
+    _r(
+        "symlink-skipped",
+        "warning",
+        "file beside the session that is a symbolic link (it may point anywhere): not read",
         units=False,
     ),
     _r(
@@ -203,6 +222,18 @@ _CODES: tuple[Code, ...] = (
     _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
     _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
     _w(
+        "untranslated-tool-call",
+        "warning",
+        "a tool call the target holds as text shown to the user only (a text-only history): "
+        "its model is not sent it",
+    ),
+    _w(
+        "untranslated-tool-result",
+        "warning",
+        "a tool result the target holds as text shown to the user only (a text-only history): "
+        "its model is not sent it",
+    ),
+    _w(
         "system-not-sent",
         "info",
         "system text is kept in the target's files, but its CLI does not send it to the model "
@@ -230,6 +261,12 @@ _CODES: tuple[Code, ...] = (
         "untranslated-cwd",
         "warning",
         "working directory the target cannot hold as it is was left out or changed",
+    ),
+    _w(
+        "user-read-as-command",
+        "warning",
+        "a user message that opens as a command does (Gemini CLI's / or ?) is kept in the "
+        "target's files, but its CLI neither sends it to the model nor reads it as a prompt",
     ),
     _w(
         "untranslated-parent-session",
@@ -352,6 +389,8 @@ class Diagnostics:
             return
         self._counts[code] = self._counts.get(code, 0) + count
         if name is not None:
+            if type(name) is not str:  # a native kind that is a number or a list (issue 34)
+                name = repr(name)[:40]
             names = self._names.setdefault(code, {})
             if name in names or len(names) < MAX_NAMES:
                 names[name] = names.get(name, 0) + count

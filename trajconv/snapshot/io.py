@@ -233,12 +233,37 @@ def _check_child(validators: dict[str, Any], child: Mapping[str, Any], i: int, n
 
 
 def validate_document(
-    doc: Mapping[str, Any], name: str, resolve: BlobResolver | None = None
+    doc: Mapping[str, Any],
+    name: str,
+    resolve: BlobResolver | None = None,
+    *,
+    check: bool = True,
 ) -> Snapshot:
+    """A parsed Snapshot document as a Snapshot: the schema, the models, ``meta_hash``
+    and (``check``) its hashes, so no command acts on a record, an artifact or an id
+    that was changed after the Snapshot was made (issue 33: ``verify`` named an edited
+    record, but ``write`` and ``convert`` wrote its text and printed the stale id).
+    ``check=False`` is for a caller that verifies the document itself and reports
+    every problem (``trajconv verify``)."""
     check_schema(doc, name)
     snapshot = Snapshot.model_validate(doc)
     check_meta(snapshot, name)
-    return with_blobs(snapshot, resolve)
+    snapshot = with_blobs(snapshot, resolve)
+    if check:
+        check_hashes(snapshot, name)
+    return snapshot
+
+
+def check_hashes(snapshot: Snapshot, name: str) -> None:
+    """Refuse a Snapshot whose record chain, artifact bytes or id do not match its
+    content, naming the first broken record (:func:`verify`: the chain is recomputed
+    over the records as the models hold them, which is what a writer acts on)."""
+    report = verify(snapshot)
+    if not report.ok:
+        raise VerifyError(
+            f"{name}: {report.problems[0]}; it was changed after it was made "
+            f"(trajconv verify {name} names every problem)"
+        )
 
 
 def check_meta(snapshot: Snapshot, name: str) -> None:

@@ -5,8 +5,6 @@ harness-specific field belongs here: what no record can express stays as bytes
 in ``artifacts`` and ``evidence`` points at it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
@@ -25,20 +23,33 @@ from trajconv.snapshot.blob import Blob
 
 FORMAT = "trajconv.snapshot/1"
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
-TIME_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"
+_CLOCK = r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MONTH_DAY = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+TIME_PATTERN = rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29){_CLOCK}$"
+"""A real UTC instant with milliseconds, years 0001-9999 (what ``datetime`` can hold):
+the calendar is in the pattern (issue 34: ``2026-13-45T25:61:61`` and ``2026-02-30``
+passed ``verify`` and crashed writers), so the published schema refuses them too."""
+CODEC_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+"""The shape of a codec name (``source.harness``): no markup, no control characters."""
 
 Time = Annotated[str, Field(pattern=TIME_PATTERN)]
 Hash = Annotated[str, Field(pattern=HASH_PATTERN)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Source(_Model):
     """Where the Snapshot was read; ``locator`` is relative to the native home."""
 
-    harness: str
+    harness: Annotated[str, Field(pattern=CODEC_NAME_PATTERN)]
     harness_version: str | None
     session_id: str
     locator: str
@@ -175,7 +186,7 @@ class Artifact(_Model):
     def blob(self) -> Blob | None:
         return self._blob
 
-    def with_blob(self, blob: Blob | None) -> Artifact:
+    def with_blob(self, blob: Blob | None) -> "Artifact":
         """This artifact without inline ``data``, its bytes in ``blob``."""
         art = self.model_copy(update={"data": None}) if self.data is not None else self
         art._blob = blob

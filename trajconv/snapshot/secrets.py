@@ -154,6 +154,9 @@ _LINE_WORDS = (
 
 
 _NAME_REACH = 256
+_THEN_COLON = re.compile(rb"[ \t\r]*:")
+"""What follows a member name on a JSON line: any run of JSON's whitespace (a line ends at
+``\n``), then the colon (issue 34: 20 spaces or a ``\r`` hid the name from a fixed window)."""
 
 
 def _in_secret_name(block: bytes, at: int, length: int) -> bool:
@@ -166,7 +169,7 @@ def _in_secret_name(block: bytes, at: int, length: int) -> bool:
     closed = block.find(b'"', at + length, at + length + _NAME_REACH)
     if opened == -1 or closed == -1:
         return False
-    if not block[closed + 1 : closed + 16].lstrip(b" \t").startswith(b":"):
+    if not _THEN_COLON.match(block, closed + 1):
         return False  # a string value, not a member name
     name = block[opened + 1 : closed]
     return b"\\" in name or is_secret_key(name.decode("utf-8", "replace"))

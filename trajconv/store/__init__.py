@@ -9,30 +9,59 @@ store knows no codec; walking the native homes into a store is ``trajconv.harves
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from trajconv.errors import UsageError
-from trajconv.snapshot.models import Snapshot
-from trajconv.store import local
-from trajconv.store.backend import Backend, is_url, open_backend
-from trajconv.store.local import (
-    EXPORT_FORMAT,
-    STORE_FORMAT,
-    Added,
-    IndexRow,
-    Moved,
-    Store,
-    StoreReport,
-    artifact_check,
-    artifact_resolver,
-    find_store,
-    is_store,
-)
 
 if TYPE_CHECKING:
+    from trajconv.snapshot.models import Snapshot
+    from trajconv.store.backend import Backend, open_backend
+    from trajconv.store.local import (
+        EXPORT_FORMAT,
+        STORE_FORMAT,
+        Added,
+        IndexRow,
+        Moved,
+        Store,
+        StoreReport,
+        artifact_check,
+        artifact_resolver,
+        find_store,
+    )
     from trajconv.store.remote import ObjectStore
 
-AnyStore: TypeAlias = Union[Store, "ObjectStore"]
+    AnyStore: TypeAlias = Store | ObjectStore
+
+MARKER = "trajconv-store.json"
+"""The file that makes a folder a local store (``trajconv.store.local`` writes it)."""
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :mod:`trajconv.store.local` and ``.backend``, imported on first use:
+    telling whether a path is a store (``convert`` asks) must not import the store, its
+    pydantic models and all."""
+    if name == "AnyStore":  # what it was before the names below became lazy
+        from trajconv.store.local import Store
+
+        return Union[Store, "ObjectStore"]
+    if name in ("Backend", "open_backend"):
+        from trajconv.store import backend
+
+        return getattr(backend, name)
+    if name in __all__:  # the rest of __all__ not defined here: those of the local store
+        from trajconv.store import local
+
+        return getattr(local, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_url(location: str | Path) -> bool:
+    """A store location given as ``scheme://...`` (not a plain folder path)."""
+    return isinstance(location, str) and "://" in location
+
+
+def is_store(path: Path) -> bool:
+    return (path / MARKER).is_file()
 
 
 def open_store(location: str | Path, *, create: bool = False, write: bool = False) -> AnyStore:
@@ -42,11 +71,15 @@ def open_store(location: str | Path, *, create: bool = False, write: bool = Fals
         from trajconv.store.remote import ObjectStore
 
         return ObjectStore.open(location, create=create, write=write)
+    from trajconv.store.local import Store
+
     return Store.open(Path(location), create=create, write=write)
 
 
 def load_input(location: str | Path, session: str | None = None) -> Snapshot:
     """A Snapshot from a Snapshot file, a store folder or a store URL (+ ``session``)."""
+    from trajconv.store import local
+
     if is_url(location):
         if session is None:
             raise UsageError(
@@ -54,12 +87,14 @@ def load_input(location: str | Path, session: str | None = None) -> Snapshot:
                 "(trajconv archive log STORE lists them)"
             )
         with open_store(location) as store:
-            return store.load(store.resolve(session))
+            return local.load_ref(store, session, location)
     return local.load_input(Path(location), session)
 
 
 def verify_store(location: str | Path) -> StoreReport:
     """Check every Snapshot, artifact and index entry of a store folder or URL."""
+    from trajconv.store import local
+
     if is_url(location):
         from trajconv.store.remote import verify_remote
 
@@ -69,6 +104,8 @@ def verify_store(location: str | Path) -> StoreReport:
 
 def export_store(location: str | Path, file: Path) -> Moved:
     """A store (folder or URL) as one ``.tar.gz`` with a checksum manifest."""
+    from trajconv.store import local
+
     if is_url(location):
         from trajconv.store.remote import export_remote
 
@@ -78,6 +115,8 @@ def export_store(location: str | Path, file: Path) -> Moved:
 
 def import_store(file: Path, location: str | Path) -> Moved:
     """Unpack an export into a new store folder or an empty store URL."""
+    from trajconv.store import local
+
     if is_url(location):
         from trajconv.store.remote import import_remote
 

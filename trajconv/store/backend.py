@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from trajconv.errors import FormatError, TrajconvError, UsageError
+from trajconv.store import is_url
 
 Writer = Callable[[BinaryIO], object]
 
@@ -49,11 +50,6 @@ class Backend(Protocol):
     def list(self, prefix: str) -> Iterator[str]: ...
 
     def stat(self, key: str) -> int | None: ...
-
-
-def is_url(location: str | Path) -> bool:
-    """A store location given as ``scheme://...`` (not a plain folder path)."""
-    return isinstance(location, str) and "://" in location
 
 
 def _key(key: str) -> str:
@@ -215,13 +211,17 @@ class FsspecBackend:
             handle.closed = True
             raise
 
-    def get(self, key: str) -> bytes | None:
+    def _unless_missing(self, key: str, read: Callable[[str], Any]) -> Any:
+        """``read`` of the key's path; ``None`` when there is nothing there."""
         try:
             with self._reaching(key, FileNotFoundError):
-                data = self.fs.cat_file(self._path(key))
+                return read(self._path(key))
         except FileNotFoundError:
             return None
-        return bytes(data)
+
+    def get(self, key: str) -> bytes | None:
+        data = self._unless_missing(key, lambda path: self.fs.cat_file(path))
+        return None if data is None else bytes(data)
 
     def list(self, prefix: str) -> Iterator[str]:
         base = self._path(prefix) if prefix else self.root
@@ -235,10 +235,8 @@ class FsspecBackend:
             yield str(path)[cut:]
 
     def stat(self, key: str) -> int | None:
-        try:
-            with self._reaching(key, FileNotFoundError):
-                info = self.fs.info(self._path(key))
-        except FileNotFoundError:
+        info = self._unless_missing(key, lambda path: self.fs.info(path))
+        if info is None:
             return None
         return int(info["size"]) if info.get("type") != "directory" else None
 

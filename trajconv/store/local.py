@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import IO, Annotated, Any, BinaryIO, Literal
+from typing import IO, Annotated, Any, BinaryIO, Literal, Protocol
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -58,13 +58,13 @@ from trajconv.snapshot.fileload import Checked, StoredCheck, load_streamed, veri
 from trajconv.snapshot.models import Artifact, Snapshot
 from trajconv.snapshot.spool import Blob
 from trajconv.staging import staged_folder
+from trajconv.store import MARKER, is_store
 
 if sys.platform != "win32":
     import fcntl
 
 STORE_FORMAT = "trajconv.store/1"
 EXPORT_FORMAT = "trajconv.store-export/1"
-MARKER = "trajconv-store.json"
 SNAPSHOTS = "snapshots"
 ARTIFACTS = "artifacts"
 INDEX = "index.sqlite"
@@ -173,10 +173,6 @@ class Moved:
 
 def now_iso() -> str:
     return iso_ms(datetime.now(UTC))
-
-
-def is_store(path: Path) -> bool:
-    return (path / MARKER).is_file()
 
 
 def id_hex(snapshot_id: str) -> str:
@@ -313,11 +309,30 @@ def store_blob(root: Path, sha256: str) -> Blob | None:
 
 def _with_stored_artifacts(doc: dict[str, Any], root: Path, name: str) -> Snapshot:
     """A stored document as a Snapshot whose artifacts read their bytes from ``root``."""
-    snap = snapio.validate_document(doc, name, lambda sha256, _size: store_blob(root, sha256))
+    snap = snapio.validate_document(
+        doc, name, lambda sha256, _size: store_blob(root, sha256), check=False
+    )
     for art in snap.artifacts:
         if art.blob is None:
             raise FormatError(name, f"artifact {art.name!r} is not in the store")
+    snapio.check_hashes(snap, name)
     return snap
+
+
+def resolve_prefix(store: Any, ref: str, snapshots: list[str], where: str) -> str:
+    """The Snapshot named by ``ref`` when it is no whole session id: a unique prefix of an
+    archived session id (its latest Snapshot), as a native home takes one, or of a Snapshot
+    id (``snapshots``, the ids it prefixes). Nothing found, or more than one, is a usage
+    error that lists what matched."""
+    key = ref.strip()
+    sessions = sorted({r.session_id for r in store.rows() if key and r.session_id.startswith(key)})
+    named = [f"session {s}" for s in sessions] + [f"Snapshot {i}" for i in snapshots]
+    if len(named) == 1:
+        return str(store.resolve(sessions[0])) if sessions else snapshots[0]
+    if named:
+        shown = "\n  ".join(named[:20])
+        raise UsageError(f"{ref!r} names {len(named)} in {where}; give more of the id:\n  {shown}")
+    raise UsageError(f"no session or Snapshot {ref!r} in {where}")
 
 
 class Store:
@@ -455,6 +470,7 @@ class Store:
         """
         if not self.writable:
             raise UsageError(f"{self.root} was opened read-only")
+        check_label(snapshot, harness, session_id, self.root)
         hexid = id_hex(snapshot.id)
         latest = self.latest(harness, session_id)
         previous = self._checked(latest.snapshot_id) if latest is not None else None
@@ -602,9 +618,6 @@ class Store:
         snap = _with_stored_artifacts(self.document(snapshot_id), self.root, name)
         if snap.id != snapshot_id:
             raise VerifyError(f"{name}: holds {snap.id}, not {snapshot_id}")
-        report = snapio.verify(snap)
-        if not report.ok:
-            raise VerifyError(f"{name}: " + "; ".join(report.problems))
         return snap
 
     def resolve(self, ref: str) -> str:
@@ -620,13 +633,11 @@ class Store:
                 )
             return rows[-1].snapshot_id
         hexpart = key.removeprefix(hashing.PREFIX).lower()
+        found: list[str] = []
         if len(hexpart) >= 8 and re.fullmatch(r"[0-9a-f]+", hexpart):
             found = sorted(p.stem for p in (self.root / SNAPSHOTS).glob(f"{hexpart}*.json"))
-            if len(found) == 1:
-                return hashing.PREFIX + found[0]
-            if len(found) > 1:
-                raise UsageError(f"{ref!r} matches {len(found)} Snapshots; give more of the id")
-        raise UsageError(f"no session or Snapshot {ref!r} in {self.root}")
+            found = [hashing.PREFIX + stem for stem in found]
+        return resolve_prefix(self, ref, found, str(self.root))
 
     def sessions(self) -> list[dict[str, Any]]:
         """One line per archived session: how many Snapshots, the latest and when."""
@@ -651,6 +662,49 @@ class Store:
         return verify_store(self.root)
 
 
+def unbound_row(row: IndexRow, source: Mapping[str, Any]) -> str | None:
+    """Why an index row does not belong to its Snapshot, or ``None``: a row names the
+    harness and session its Snapshot was read from (issue 34: a row relabelled with
+    another session id served that Snapshot as the victim's)."""
+    harness, session_id = source.get("harness"), source.get("session_id")
+    if (row.harness, row.session_id) == (harness, session_id):
+        return None
+    return (
+        f"names {row.harness} session {row.session_id!r}, but its Snapshot {row.snapshot_id} "
+        f"is of {harness} session {session_id!r}: the index was changed"
+    )
+
+
+def check_label(snapshot: Snapshot, harness: str, session_id: str, where: object) -> None:
+    """Refuse to index ``snapshot`` under a harness or session that is not its own: a row
+    is bound to its Snapshot (:func:`unbound_row`), whoever writes it."""
+    src = snapshot.source
+    if (src.harness, src.session_id) != (harness, session_id):
+        raise UsageError(
+            f"{where}: Snapshot {snapshot.id} is of {src.harness} session {src.session_id!r}, "
+            f"not {harness} session {session_id!r}; refusing to index it so"
+        )
+
+
+class _Indexed(Protocol):
+    def resolve(self, ref: str) -> str: ...
+    def rows(self, session: str | None = None, harness: str | None = None) -> list[IndexRow]: ...
+    def load(self, snapshot_id: str) -> Snapshot: ...
+
+
+def load_ref(store: _Indexed, ref: str, where: object) -> Snapshot:
+    """The Snapshot a session id, Snapshot id or prefix names in a store, refused when an
+    index row that points at it names another harness or session than its own."""
+    snapshot_id = store.resolve(ref)
+    snap = store.load(snapshot_id)
+    source = snap.source.model_dump(mode="json")
+    for row in store.rows():
+        problem = unbound_row(row, source) if row.snapshot_id == snapshot_id else None
+        if problem is not None:
+            raise VerifyError(f"{where}: {INDEX} row {problem}")
+    return snap
+
+
 def find_store(path: Path) -> Path | None:
     """The store holding ``path`` (a file under ``STORE/snapshots/``), if any."""
     parent = Path(path).resolve().parent
@@ -672,7 +726,7 @@ def load_input(path: Path, session: str | None = None) -> Snapshot:
                     f"{path} is a store; pick a session or Snapshot with --session ID "
                     "(trajconv archive log STORE lists them)"
                 )
-            return store.load(store.resolve(session))
+            return load_ref(store, session, path)
     # a file trajconv wrote, one record at a time (a stored one's artifacts are beside
     # it, in its store)
     streamed = load_streamed(path, stored=artifact_check(path))
@@ -882,7 +936,7 @@ def verify_store(root: Path) -> StoreReport:
                         "bytes to parse whole",
                     )
                 doc = snapio.parse_document(data, rel)
-                snapio.validate_document(doc, rel)
+                snapio.validate_document(doc, rel, check=False)
             except (FormatError, OSError) as exc:
                 report.problems.append(str(exc))
                 return None
@@ -928,6 +982,10 @@ def verify_store(root: Path) -> StoreReport:
             report.problems.append(f"{where}: unknown relation {row.relation!r}")
             continue
         current, path = stored
+        bound = unbound_row(row, current.source)
+        if bound is not None:
+            report.problems.append(f"{where}: {bound}")
+            continue
         if row.records != current.records or row.last_hash != current.last_hash:
             report.problems.append(f"{where}: records/last hash differ from the Snapshot")
         prev = docs.get(row.previous_id) if row.previous_id else None

@@ -39,7 +39,7 @@ import orjson
 from trajconv.errors import FormatError, RefusedError, UsageError, VerifyError
 from trajconv.snapshot import io as snapio
 from trajconv.snapshot.models import Snapshot
-from trajconv.store import local
+from trajconv.store import MARKER, local
 from trajconv.store.backend import Backend, open_backend
 from trajconv.store.local import (
     _COLUMNS,
@@ -47,7 +47,6 @@ from trajconv.store.local import (
     _SCHEMA,
     ARTIFACTS,
     INDEX,
-    MARKER,
     SNAPSHOTS,
     STORE_FORMAT,
     TMP,
@@ -58,6 +57,7 @@ from trajconv.store.local import (
     StoreReport,
     _artifact_copy,
     _checked_doc,
+    check_label,
     checked_of,
     id_hex,
     relation_of,
@@ -293,11 +293,7 @@ class ObjectStore:
         hexpart = key.removeprefix("sha256:").lower()
         ids = {r.snapshot_id for r in self.rows()}
         found = sorted(i for i in ids if len(hexpart) >= 8 and i[7:].startswith(hexpart))
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            raise UsageError(f"{ref!r} matches {len(found)} Snapshots; give more of the id")
-        raise UsageError(f"no session or Snapshot {ref!r} in {self.url}")
+        return local.resolve_prefix(self, ref, found, self.url)
 
     # -- objects --------------------------------------------------------------------
     def _fetch(self, key: str) -> Path:
@@ -352,6 +348,7 @@ class ObjectStore:
         """Upload the artifacts and the document if absent, then the index object last."""
         if not self.writable:
             raise UsageError(f"{self.url} was opened read-only")
+        check_label(snapshot, harness, session_id, self.url)
         hexid = id_hex(snapshot.id)
         written = nbytes = 0
         for art in snapshot.artifacts:

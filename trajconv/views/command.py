@@ -12,9 +12,11 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
+from trajconv.cli.echo import echo
 from trajconv.codecs.base import Limits
 from trajconv.errors import RefusedError, UsageError
 from trajconv.views import chunks, diff, load, model
@@ -33,7 +35,12 @@ def show(
     as_json: bool,
     limits: Limits,
     redact: bool = False,
+    grep: str | None = None,
 ) -> None:
+    if grep is not None:
+        if diff_paths or session is not None or latest:
+            raise UsageError("--grep picks the session: it takes no --session, --latest or --diff")
+        path, source, session = _grep_pick(path, source, grep)
     if diff_paths:
         if path is not None or source is not None or session is not None or latest:
             raise UsageError("--diff A B takes no PATH, --from, --session or --latest")
@@ -44,6 +51,8 @@ def show(
             "say what to show: trajconv show PATH, a session id or prefix, --latest (or --diff A B)"
         )
     fam = _family(path, source, session, latest, limits)
+    if grep is not None:
+        _name_records(fam.snapshot, grep)
     if redact:
         fam = _redacted(fam)
     if as_json:
@@ -57,7 +66,7 @@ def show(
         return
     if output is not None:
         _write(output, chunks(fam, fmt, full=full))
-        click.echo(f"wrote {output} ({fmt}, {len(fam.snapshot.records)} records)", err=True)
+        echo(f"wrote {output} ({fmt}, {len(fam.snapshot.records)} records)", err=True)
         return
     if fmt == "text" and interactive():
         width = shutil.get_terminal_size().columns
@@ -112,6 +121,45 @@ def _family(
     return load.native_family(loaded.harness, Path(loaded.path), loaded.snapshot, limits)
 
 
+def _grep_pick(path: str | None, source: str | None, text: str) -> tuple[str, str, str]:
+    """``(path, harness, session id)`` of the newest session ``discover --grep TEXT`` lists
+    (of the default homes, or of the home ``path``; ``source`` narrows to a harness)."""
+    from trajconv import find, search
+
+    home = Path(path) if path is not None else None
+    if home is not None and not home.is_dir():
+        raise UsageError(f"--grep: PATH is the home to look in, and {home} is not a folder")
+    listing = find.list_sessions([source] if source is not None else None, home)
+    found, done = search.grep_refs(listing, listing.sessions, text)
+    for who, reason in done.skipped:
+        echo(f"# --grep skipped {who}: {reason}", err=True)
+    if not found:
+        where = f" in {home}" if home is not None else ""
+        raise UsageError(f"--grep: no session{where} holds {text!r} (in its title or a record)")
+    ref = found[0]
+    more = (
+        f" (the newest of {len(found)}: `trajconv discover --grep` lists them)"
+        if len(found) > 1
+        else ""
+    )
+    echo(f"# --grep {text!r}: {find.describe(ref)}{more}", err=True)
+    return str(ref.path), ref.harness, ref.session_id
+
+
+def _name_records(snapshot: Any, text: str) -> None:
+    """Name on stderr the shown session's records that hold ``text`` (a session found by
+    its title alone may have none)."""
+    from trajconv import search
+
+    held = search.records_holding(snapshot, text)
+    if not held:
+        echo(f"# --grep: no record holds {text!r} (its title does)", err=True)
+        return
+    where = ", ".join(f"{model.turn_label(r.get('turn'))} {r['kind']}" for r in held[:20])
+    more = f" and {len(held) - 20} more" if len(held) > 20 else ""
+    echo(f"# --grep: {len(held)} records hold {text!r}: {where}{more}", err=True)
+
+
 def _show_diff(
     paths: tuple[Path, Path], fmt: str, output: Path | None, full: bool, as_json: bool
 ) -> None:
@@ -131,7 +179,7 @@ def _show_diff(
         text = diff.render_text(d, width=width, color=color)
     if output is not None:
         _write(output, [text])
-        click.echo(f"wrote {output} ({diff.summary(d)})", err=True)
+        echo(f"wrote {output} ({diff.summary(d)})", err=True)
     else:
         click.echo(text, nl=False)
 

@@ -29,6 +29,10 @@ from trajconv.views import model
 #: Codes that account for a field of a kept record differing.
 FIELD_CODES: dict[str, tuple[str, ...]] = {
     "text": MERGE_CODES,
+    # a tool call's or result's content: a writer that puts the exit status or failure in
+    # the output text, where its harness has no field for it, says so (issue 33: the
+    # Codex writer's own rewrites were shown NOT NAMED)
+    "content": ("exit-status-in-text",),
     "time": ("untranslated-time", "timestamps-synthesized"),
     "model": ("untranslated-model", "defaults-assumed"),
     "call id": ("ids-derived",),
@@ -380,7 +384,7 @@ def render_markdown(d: Diff) -> str:
 
 
 def render_html(d: Diff) -> str:
-    from trajconv.views.html import CSP, _asset
+    from trajconv.views.html import NO_SCRIPT_CSP, _asset
 
     def e(text: str) -> str:
         return html.escape(model.inert(text), quote=True)
@@ -394,7 +398,7 @@ def render_html(d: Diff) -> str:
     )
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{NO_SCRIPT_CSP}">'
         f"<title>trajconv diff</title><style>{_asset('page.css')}"
         ".d-dropped td{background:rgba(220,38,38,.08)}.d-added td{background:rgba(22,163,74,.08)}"
         ".d-changed td{background:rgba(202,138,4,.08)}.lost td:last-child{color:var(--bad);"

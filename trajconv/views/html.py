@@ -12,11 +12,16 @@ Inert by construction: every session text is in JSON data (``<`` written ``\\u00
 so no ``</script>`` can end a block) and the script puts it in the page with
 ``textContent`` only, never as HTML; :func:`model.inert` makes ANSI escapes and
 bidi controls visible first. A Content-Security-Policy of ``default-src 'none'``
-forbids every fetch, so even a bug cannot reach the network.
+forbids every fetch, so even a bug cannot reach the network, and its ``script-src``
+names the sha256 of the page's own two scripts (:data:`SCRIPTS`) and nothing else: an
+inline script or event handler that escaped into the page (issue 34) does not run.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
 import html
 from collections.abc import Iterator
 from importlib import resources
@@ -29,6 +34,19 @@ from trajconv.views import model
 from trajconv.views.model import Family
 
 CHUNK = 250
+#: a session of at most this many records is written into the page as HTML (the browser's
+#: find and print see all of it, even without the script); a larger one is rendered by the
+#: script a window at a time
+EAGER_RECORDS = 500
+NAMES = {
+    "u": "user",
+    "a": "assistant",
+    "r": "reasoning",
+    "c": "tool call",
+    "o": "result",
+    "s": "system",
+    "b": "observation",
+}
 """Records a data block holds; the page parses one block at a time."""
 KIND_LETTERS = {
     "user": "u",
@@ -39,10 +57,24 @@ KIND_LETTERS = {
     "system": "s",
     "observation": "b",
 }
-CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+START = "trajconvStart()"
+"""The page's second script: called after the first data block, it shows the first window."""
+NO_SCRIPT_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'none'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
+"""The policy of a page with no script of its own (the diff page)."""
+
+
+def _script_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+@functools.cache
+def csp() -> str:
+    """The page's policy: only its own scripts (by hash) run, no inline handler, no fetch."""
+    hashes = " ".join(_script_hash(s) for s in (_asset("page.js"), START))
+    return NO_SCRIPT_CSP.replace("script-src 'none'", f"script-src {hashes}")
 
 
 def render(family: Family | Snapshot) -> str:
@@ -64,7 +96,7 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     members = _members(fam)
     yield (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp()}">'
         '<meta name=viewport content="width=device-width, initial-scale=1">'
         f"<meta name=generator content=trajconv><title>{_e(model.title(snap))}</title>"
         f"<style>{_asset('page.css')}</style></head><body>\n"
@@ -73,7 +105,11 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     counts = {kind: letters.count(letter) for kind, letter in _first_seen(letters)}
     yield _header(snap, counts)
     yield _controls(counts)
-    yield "<main id=timeline aria-live=polite></main><div id=sentinel aria-hidden=true></div>\n"
+    eager = len(snap.records) <= EAGER_RECORDS
+    yield "<main id=timeline aria-live=polite>"
+    if eager:
+        yield from _static(snap)
+    yield "</main><div id=sentinel aria-hidden=true></div>\n"
     yield _diagnostics(snap, "diagnostics")
     for i, member in enumerate(members[1:], start=1):
         if member.held:  # one the Snapshot holds was read with it: counted above
@@ -91,7 +127,7 @@ def chunks(family: Family | Snapshot) -> Iterator[str]:
     meta = [
         _info(m, letters if i == 0 else _letters(m.snapshot), index) for i, m in enumerate(members)
     ]
-    yield _json_block("meta", {"sessions": meta, "chunk": CHUNK})
+    yield _json_block("meta", {"sessions": meta, "chunk": CHUNK, "eager": eager})
     yield f"<script>{_asset('page.js')}</script>\n"
     for i, member in enumerate(members):
         yield from _data(member, i)
@@ -178,7 +214,7 @@ def _verify(snap: Snapshot) -> str:
     )
     return (
         "<section id=verify><h2>Verify</h2><p>This page shows Snapshot "
-        f"<code>{_e(snap.id)}</code> ({snap.source.harness} session "
+        f"<code>{_e(snap.id)}</code> ({_e(snap.source.harness)} session "
         f"<code>{_e(snap.session.id)}</code>). The page itself proves nothing; the Snapshot "
         "file does. <code>trajconv verify SNAPSHOT.json</code> recomputes each record's "
         "sha256 over its RFC&nbsp;8785 canonical JSON, chained to the previous one, and the "
@@ -225,6 +261,52 @@ def _record(record: Record, names: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def _static(snap: Snapshot) -> Iterator[str]:
+    """The records as the script's cards, written into the page (see :data:`EAGER_RECORDS`);
+    whole texts, since nothing is rendered later."""
+    names: dict[str, str] = {}
+    last: object = ()
+    for i, record in enumerate(snap.records):
+        r = _record(record, names)
+        turn = "none" if r["t"] is None else str(r["t"])
+        if turn != last:
+            last = turn
+            label = "Outside a turn" if r["t"] is None else f"Turn {r['t']}"
+            yield f'<div class=turn data-turn="{_e(turn)}" tabindex=0 role=button>{label}</div>'
+        yield _card(r, i, turn)
+    yield "\n"
+
+
+def _card(r: dict[str, Any], i: int, turn: str) -> str:
+    k = r["k"]
+    if k == "c":
+        who = "⚙ " + r["n"]
+    elif k == "o":
+        who = ("✗ result of " if r["f"] else "✓ result of ") + r["n"]
+    else:
+        who = NAMES[k]
+    spans = [f"<span class=who>{_e(who)}</span>"]
+    if "c" in r:
+        spans.append(f'<span class="mono when">{_e(r["c"])} </span>')
+    if "st" in r:
+        spans.append(f"<span class=st>{_e(r['st'])} </span>")
+    if k == "r":
+        spans.append(f"<span class=note>{len(r['x']):,} characters </span>")
+    if r.get("o"):
+        spans.append(f"<span class=when>{_e(r['o'])} </span>")
+    if r.get("m"):
+        spans.append(f"<span class=when>{_e(r['m'])}</span>")
+    cls = f"rec k-{k}" + (" failed" if k == "o" and r.get("f") else "")
+    tag = "pre" if k in ("c", "o") else "div"
+    prov = f"#{r['s']} · {r['i']} · {r['e']} · {r['h']}"
+    return (
+        f'<details class="{cls}" data-m=0 data-i={i} data-turn="{_e(turn)}"'
+        + ("" if k == "r" else " open")
+        + f'><summary>{"".join(spans)}</summary><div class="prov mono">{_e(prov)}</div>'
+        + f"<{tag} class=body>{_e(r.get('x') or '')}</{tag}></details>"
+    )
+
+
 def _data(fam: Family, number: int) -> Iterator[str]:
     """The data blocks of one session (``number`` in the page's list)."""
     names: dict[str, str] = {}
@@ -262,7 +344,7 @@ def _block(name: str, items: list[bytes], start: bool = False) -> str:
     body = b"[" + b",".join(items) + b"]"
     block = f'<script type="application/json" id="{name}">{_safe(body)}</script>\n'
     # after the session's first block, the page can show its first window
-    return block + ("<script>trajconvStart()</script>\n" if start else "")
+    return block + (f"<script>{START}</script>\n" if start else "")
 
 
 def _json_block(name: str, value: Any) -> str:

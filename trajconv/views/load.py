@@ -118,11 +118,11 @@ def diff_side(path: Path) -> DiffSide:
     manifest = path / EXPORT_MANIFEST
     if path.is_dir() and manifest.is_file():
         from trajconv.api import reread
+        from trajconv.codecs.export import check_files, load_manifest
 
-        doc = json.loads(manifest.read_text("utf-8"))
-        snap = reread(path)
-        writer = tuple(Diagnostic.model_validate(d) for d in doc.get("diagnostics", []))
-        return DiffSide(snap, writer)
+        check_files(path)  # the files it re-reads are the ones the manifest names
+        writer = load_manifest(manifest).diagnostics  # its fields checked too (issue 34)
+        return DiffSide(reread(path), writer)
     if path.is_dir():
         raise UsageError(
             f"{path}: --diff takes Snapshot files or export folders (with {EXPORT_MANIFEST})"

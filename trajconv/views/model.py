@@ -14,30 +14,11 @@ from typing import Any
 
 from trajconv.snapshot.diagnostics import REGISTRY
 from trajconv.snapshot.models import Child, Diagnostic, Snapshot, ToolResult
+from trajconv.textsafe import inert as inert  # the views use model.inert
 
 #: Longest tool output, argument text or reasoning a view shows whole by default.
 MAX_LINES = 40
 MAX_CHARS = 4000
-
-# C0 controls but tab and newline, DEL, C1 controls: a terminal acts on them (ANSI
-# escapes start with ESC), so they are shown as \xNN. Bidirectional controls and
-# invisible marks reorder or hide text ("Trojan Source"), so they are shown as \uNNNN.
-_CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
-)
-
-
-def _visible(match: re.Match[str]) -> str:
-    ch = match.group()
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def inert(text: str) -> str:
-    """``text`` with every control a terminal, a bidi algorithm or a viewer would act on
-    made visible (``\\x1b``, ``\\u202e``); a CR before a newline is dropped."""
-    return _CONTROL.sub(_visible, text.replace("\r\n", "\n"))
-
 
 _CODE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)", re.S)
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
@@ -287,7 +268,7 @@ def spawner(parent: Snapshot, child_id: str) -> tuple[str, str] | None:
     1. a tool call whose arguments, or whose result, name the child's id;
     2. else the native line that names the child (an artifact a tool call's evidence
        points into) lies between that call's line and its result's line: Grok Build
-       writes ``subagent_spawned`` there (``codecs/grok/README.md`` §3.5, §6).
+       writes ``subagent_spawned`` there (``codecs/grok/README.md``).
     """
     calls: list[tuple[str, int, str]] = []  # (artifact, line, call id)
     ends: dict[str, int] = {}

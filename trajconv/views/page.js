@@ -1,4 +1,5 @@
-// trajconv show --format html: renders the records embedded as JSON, a window at a time.
+// trajconv show --format html: renders the records embedded as JSON, a window at a time
+// (a small session comes written into the page as HTML: meta.eager, adopt()).
 // Session text only ever reaches the page through textContent, never as HTML.
 // This script runs before the data blocks are parsed: trajconvStart() (called after the
 // first block) shows the first window; search and filters wait for the rest.
@@ -220,6 +221,23 @@
     fill();
   }
 
+  function adopt() {
+    // a small session came written into the page: take its cards as rendered, and put
+    // each sub-agent under the call that spawned it once every block is read
+    pos = main.count;
+    var turns = timeline.querySelectorAll(":scope > .turn");
+    if (turns.length) lastTurn = turns[turns.length - 1].dataset.turn;
+    whenLoaded(function () {
+      timeline.querySelectorAll(":scope > details.rec.k-c").forEach(function (d) {
+        var r = rec(0, Number(d.dataset.i));
+        if (r && own(main.under, r.c)) {
+          main.under[r.c].forEach(function (k) { d.append(subagent(k, "spawned by this call: ")); });
+        }
+      });
+      main.unplaced.forEach(function (k) { timeline.append(subagent(k, "")); });
+    });
+  }
+
   function start() {
     if (started) return;
     started = true;
@@ -251,7 +269,7 @@
     new IntersectionObserver(function (entries) {
       if (entries.some(function (e) { return e.isIntersecting; })) { renderMore(WINDOW); fill(); }
     }, { rootMargin: "800px" }).observe(sentinel);
-    renderMore(WINDOW);
+    if (meta.eager) adopt(); else renderMore(WINDOW);
     whenLoaded(showStatus);
     document.body.dataset.ready = Math.round(performance.now());
   }

@@ -42,18 +42,45 @@ def problem(doc: Any, where: str = "") -> str | None:
         first = exc.errors()[0]
         return f"{where}{_where(tuple(first['loc']))}: {first['msg']}"
     for i, step in enumerate(doc["steps"]):
-        calls = {c["tool_call_id"] for c in step.get("tool_calls") or ()}
-        for j, res in enumerate((step.get("observation") or {}).get("results") or ()):
-            ref = res.get("source_call_id")
-            if ref is not None and ref not in calls:
-                return (
-                    f"{where}steps[{i}].observation.results[{j}].source_call_id: {ref!r} is "
-                    f"not a tool call of step {step['step_id']}"
-                )
+        found = _foreign_result(step, i, where)
+        if found is not None:
+            return found
     for k, sub in enumerate(doc.get("subagent_trajectories") or ()):
         found = problem(sub, f"{where}subagent_trajectories[{k}].")
         if found is not None:
             return found
+    return None
+
+
+def step_problem(step: Any, i: int, where: str = "") -> str | None:
+    """The first reason step ``i`` of a document read a step at a time is not valid, as
+    :func:`problem` names it for the whole document (``atif``'s step model, the
+    trajectory's sequential ``step_id`` rule, a ``source_call_id`` of its own step)."""
+    import atif
+
+    try:
+        atif.Step.model_validate(step)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return f"{where}{_where(('steps', i, *first['loc']))}: {first['msg']}"
+    if step["step_id"] != i + 1:
+        return (
+            f"{where}document: Value error, steps[{i}].step_id={step['step_id']} is not "
+            f"sequential; expected {i + 1}."
+        )
+    return _foreign_result(step, i, where)
+
+
+def _foreign_result(step: Any, i: int, where: str) -> str | None:
+    """The first result of step ``i`` whose ``source_call_id`` is not a call of that step."""
+    calls = {c["tool_call_id"] for c in step.get("tool_calls") or ()}
+    for j, res in enumerate((step.get("observation") or {}).get("results") or ()):
+        ref = res.get("source_call_id")
+        if ref is not None and ref not in calls:
+            return (
+                f"{where}steps[{i}].observation.results[{j}].source_call_id: {ref!r} is "
+                f"not a tool call of step {step['step_id']}"
+            )
     return None
 
 

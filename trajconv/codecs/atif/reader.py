@@ -14,13 +14,14 @@ artifact. A document the validator rejects is refused, naming its first error.
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import orjson
 
-from trajconv.codecs.atif import layout, native
+from trajconv.codecs.atif import layout, native, stream
 from trajconv.codecs.base import Limits
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.errors import FormatError, LimitError, UsageError
@@ -32,8 +33,10 @@ READER = "atif/1"
 Json = dict[str, Any]
 
 
-def _load(path: Path, limits: Limits) -> tuple[bytes, Json]:
-    data = read_bounded(path, limits.max_session_bytes)
+Steps = Iterable[tuple[int, Json]]
+
+
+def _parse_whole(data: bytes, path: Path) -> Json:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -41,7 +44,36 @@ def _load(path: Path, limits: Limits) -> tuple[bytes, Json]:
     found = native.problem(doc)
     if found is not None:
         raise FormatError(path, f"not a valid ATIF trajectory: {found}")
-    return data, doc
+    assert isinstance(doc, dict)
+    return doc
+
+
+@dataclass
+class _Document:
+    doc: Json
+    """The document; its ``steps`` are empty when they are read a step at a time."""
+    steps: Steps
+    size: int
+    sha256: str
+
+
+def _document(b: SnapshotBuilder, path: Path, name: str, limits: Limits, budget: int) -> _Document:
+    """Keep ``path`` as artifact ``name`` and read it: a step at a time (``stream``), or
+    whole when ``stream`` cannot (a surrogate escape; a credential-looking member, whose
+    stripped copy then replaces the kept one)."""
+    blob = b.add_artifact_file(name, "application/json", path, budget, "max_session_bytes")
+    copy = blob.whole_file
+    assert copy is not None
+    frame = stream.frame(copy, path)
+    if frame.whole:
+        data = copy.read_bytes()
+        doc = _parse_whole(data, path)
+        b.add_artifact(name, "application/json", data)
+        return _Document(doc, list(enumerate(doc["steps"])), len(data), frame.sha256)
+    found = native.problem(frame.doc)
+    if found is not None:
+        raise FormatError(path, f"not a valid ATIF trajectory: {found}")
+    return _Document(frame.doc, stream.steps(copy, path, limits), blob.size, frame.sha256)
 
 
 def _inside(folder: Path, ref: str) -> Path | None:
@@ -82,7 +114,8 @@ class _Steps:
         self.default_model = default_model
         self.folder = folder
         self.limits = limits
-        self.times: list[str] = []  # every step's time, for the session's first and last
+        self.first: str | None = None  # the earliest and latest step time
+        self.last: str | None = None
 
     def media(self, parts: list[Json], place: str) -> None:
         """Count image and audio parts; keep the files a relative path names inside the
@@ -101,16 +134,19 @@ class _Steps:
                 data = read_bounded(path, self.limits.max_line_bytes, "max_line_bytes")
                 self.b.add_artifact(rel, str(source.get("media_type")), data)
 
-    def lift(self, steps: list[Json], artifact: str, prefix: str, path: str) -> None:
-        for i, step in enumerate(steps):
+    def lift(self, steps: Steps, artifact: str, prefix: str, path: str, where: Path) -> None:
+        for i, step in steps:
             self._step(step, artifact, f"{prefix}:{step['step_id']}", f"{path}.steps[{i}]")
+            if self.b.record_count > self.limits.max_records:
+                raise LimitError(where, "max_records", self.limits.max_records)
 
     def _step(self, step: Json, artifact: str, rid: str, at: str) -> None:
         b = self.b
         source = step["source"]
         time = _time(step.get("timestamp"))
         if time is not None:
-            self.times.append(time)
+            self.first = time if self.first is None else min(self.first, time)
+            self.last = time if self.last is None else max(self.last, time)
         units = 1
 
         def ev(where: str, nid: str | None = None) -> Any:
@@ -129,27 +165,21 @@ class _Steps:
         self.media(media, f"{artifact}:{at}.message")
         model = _str(step.get("model_name")) or self.default_model
         if source == "agent":
-            reasoning = step.get("reasoning_content")
-            if reasoning:
-                b.add_text(
-                    "reasoning",
-                    f"{rid}:r",
-                    reasoning,
-                    time=time,
-                    turn=None,
-                    evidence=ev(".reasoning_content"),
-                    model=model,
-                )
-            if text:
-                b.add_text(
-                    "assistant",
-                    f"{rid}:m",
-                    text,
-                    time=time,
-                    turn=None,
-                    evidence=ev(".message"),
-                    model=model,
-                )
+            said = (
+                ("reasoning", "r", step.get("reasoning_content"), ".reasoning_content"),
+                ("assistant", "m", text, ".message"),
+            )
+            for kind, key, body, path in said:
+                if body:
+                    b.add_text(
+                        kind,
+                        f"{rid}:{key}",
+                        body,
+                        time=time,
+                        turn=None,
+                        evidence=ev(path),
+                        model=model,
+                    )
             for j, call in enumerate(step.get("tool_calls") or ()):
                 b.add_call(
                     f"{rid}:c{j}",
@@ -206,24 +236,25 @@ def _pick(doc: Json, session: str | None, path: Path) -> tuple[Json, str, Json |
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     doc_path = layout.resolve(path)
-    data, doc = _load(doc_path, limits)
+    name = doc_path.name
+    # the source is known once the document's frame is read: set again before any record
+    b = SnapshotBuilder(
+        Source(harness="atif", harness_version=None, session_id="", locator=name), READER
+    )
+    read_doc = _document(b, doc_path, name, limits, limits.max_session_bytes)
+    doc = read_doc.doc
     chosen, at, parent = _pick(doc, session, doc_path)
     sid = _str(chosen.get("session_id")) if parent is None else None
     sid = sid or _str(chosen.get("trajectory_id"))
     derived = sid is None
     if sid is None:  # ATIF 1.7 made session_id optional: name the run by its bytes
-        sid = "atif-" + hashlib.sha256(data).hexdigest()[:32]
-    name = doc_path.name
+        sid = "atif-" + read_doc.sha256[:32]
     locator = name if parent is None else f"{name}#{sid}"
-    b = SnapshotBuilder(
-        Source(
-            harness="atif", harness_version=doc["schema_version"], session_id=sid, locator=locator
-        ),
-        READER,
+    b.source = Source(
+        harness="atif", harness_version=doc["schema_version"], session_id=sid, locator=locator
     )
     if derived:
         b.diagnostics.add("session-id-derived", name)
-    b.add_artifact(name, "application/json", data)
     facts = _ours(chosen)
     agent = chosen["agent"]
     parent_id = (
@@ -242,18 +273,22 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         parent_session_id=parent_id,
     )
     steps = _Steps(b, _str(agent.get("model_name")), doc_path.parent, limits)
-    steps.lift(chosen["steps"], name, "atif:0", at)
+    if parent is not None:
+        for _ in read_doc.steps:  # the root's steps are checked even when a subagent is read
+            pass
+    own_steps = read_doc.steps if parent is None else enumerate(chosen["steps"])
+    steps.lift(own_steps, name, "atif:0", at, doc_path)
     for k, _sub in enumerate(chosen.get("subagent_trajectories") or ()):
         b.diagnostics.add("nested-namespace", f"{name}:{at}.subagent_trajectories[{k}]")
     if parent is None:
-        _follow(doc, doc_path, b, steps, limits, len(data))
+        _follow(doc, doc_path, b, steps, limits, read_doc.size)
     extra = chosen.get("extra")
-    if steps.times and not (isinstance(extra, dict) and "trajconv" in extra):
+    if steps.first is not None and not (isinstance(extra, dict) and "trajconv" in extra):
         # a trajectory trajconv did not write states no session times: its first and last step's
         b.session = b.session.model_copy(
             update={
-                "created_at": b.session.created_at or min(steps.times),
-                "updated_at": b.session.updated_at or max(steps.times),
+                "created_at": b.session.created_at or steps.first,
+                "updated_at": b.session.updated_at or steps.last,
             }
         )
     if b.record_count > limits.max_records:
@@ -277,9 +312,9 @@ def _follow(
             raise FormatError(nxt, "continued_trajectory_ref loops back to an earlier file")
         seen.add(rel)
         k += 1
-        data, doc = _load(nxt, Limits(max_session_bytes=limits.max_session_bytes - used))
-        used += len(data)
-        b.add_artifact(rel, "application/json", data)
-        steps.lift(doc["steps"], rel, f"atif:{k}", "$")
+        read_doc = _document(b, nxt, rel, limits, limits.max_session_bytes - used)
+        doc = read_doc.doc
+        used += read_doc.size
+        steps.lift(read_doc.steps, rel, f"atif:{k}", "$", nxt)
         for j, _sub in enumerate(doc.get("subagent_trajectories") or ()):
             b.diagnostics.add("nested-namespace", f"{rel}:$.subagent_trajectories[{j}]")

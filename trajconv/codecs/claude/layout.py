@@ -1,6 +1,6 @@
 """Where Claude Code keeps sessions (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``).
 
-Facts (``codecs/claude/README.md`` §1, observed with 2.1.332): transcripts are
+Facts (``codecs/claude/README.md``, observed with 2.1.332): transcripts are
 ``<config>/projects/<key>/<sessionId>.jsonl``, where ``<key>`` is the cwd with every character
 that is not an ASCII letter or digit replaced by ``-``; sub-agents are
 ``<key>/<sessionId>/subagents/agent-<agentId>.jsonl`` (+ ``.meta.json``); ``--resume <id>``
@@ -80,12 +80,38 @@ def transcripts(config: Path) -> list[Path]:
     return found
 
 
-def subagent_files(transcript: Path) -> list[Path]:
-    """``<id>/subagents/agent-*.jsonl`` beside a main transcript (the 2.1.x layout)."""
+def subagent_files(transcript: Path, links: list[Path] | None = None) -> list[Path]:
+    """``<id>/subagents/agent-*.jsonl`` beside a main transcript (the 2.1.x layout).
+
+    As for main transcripts, a symbolic link is not followed (issue 34: one to a
+    credentials file was copied into the Snapshot): a linked folder or file is left out
+    and added to ``links``, for the reader to name."""
     folder = transcript.parent / transcript.stem / SUBAGENTS
+    linked = [f for f in (folder.parent, folder) if f.is_symlink()]
+    if linked:
+        if links is not None:
+            links.append(linked[0])
+        return []
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.glob(f"{AGENT_PREFIX}*{SUFFIX}") if p.is_file())
+    found = []
+    for path in sorted(folder.glob(f"{AGENT_PREFIX}*{SUFFIX}")):
+        if path.is_symlink():
+            if links is not None:
+                links.append(path)
+        elif path.is_file():
+            found.append(path)
+    return found
+
+
+def sidecar(path: Path, links: list[Path] | None = None) -> Path | None:
+    """A sidecar file beside a transcript when it is a regular file; a symbolic link is
+    not followed (added to ``links``)."""
+    if path.is_symlink():
+        if links is not None:
+            links.append(path)
+        return None
+    return path if path.is_file() else None
 
 
 def is_subagent(path: Path) -> bool:

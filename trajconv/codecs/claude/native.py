@@ -1,4 +1,4 @@
-"""Claude Code's transcript vocabulary (``codecs/claude/README.md`` §2-§3, 2.1.332).
+"""Claude Code's transcript vocabulary (``codecs/claude/README.md``, 2.1.332).
 
 Chain lines carry ``uuid``/``parentUuid``; side lines do not. Kept here so the reader, the
 writer and discovery share one list.
@@ -6,9 +6,10 @@ writer and discovery share one list.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from trajconv.codecs.common import json_text_member
 
 CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 """Lines that form the conversation tree (``progress``: older versions)."""
@@ -87,9 +88,4 @@ def rendered(obj: dict[str, Any]) -> bool:
 def spawning_call(meta: bytes) -> str | None:
     """The ``toolUseId`` a sub-agent's ``.meta.json`` names (the parent's ``Agent`` call),
     or ``None`` when it names none or is not a JSON object."""
-    try:
-        doc = json.loads(meta)
-    except ValueError:
-        return None
-    call = doc.get("toolUseId") if isinstance(doc, dict) else None
-    return call if isinstance(call, str) and call else None
+    return json_text_member(meta, "toolUseId")

@@ -28,19 +28,39 @@ in one streaming pass; a shuffled file is projected from the chain lines held in
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.claude import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
+from trajconv.codecs.common import LineUnit
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, file_lines, iter_file_objects, read_bounded
 from trajconv.errors import LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "claude/1"
+#: the parent a torn chain line still names (the CLI writes ``parentUuid`` first)
+_PARENT = re.compile(rb'\s*\{\s*"parentUuid"\s*:\s*"([^"\\]+)"')
+
+
+class _TornLines(Diagnostics):
+    """The first pass's diagnostics, keeping the number of every torn line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[int] = []
+
+    def add(
+        self, code: str, sample: str | None = None, count: int = 1, *, name: str | None = None
+    ) -> None:
+        if code == "torn-line" and sample is not None:
+            self.lines.append(int(sample.rsplit(":", 1)[1]))
+        super().add(code, sample, count, name=name)
 
 
 @dataclass
@@ -104,8 +124,20 @@ class _Scan:
         if text is not None:
             self.titles[kind] = text.strip()
 
-    def chain(self, subagent: bool) -> list[int]:
-        """Line numbers of the resumed conversation, root first."""
+    def chain(
+        self,
+        subagent: bool,
+        torn: Sequence[int] = (),
+        torn_text: Callable[[int], bytes] | None = None,
+    ) -> list[int]:
+        """Line numbers of the resumed conversation, root first.
+
+        ``torn``: the numbers of torn lines (not JSON), and ``torn_text(n)`` the bytes of
+        one. A chain line whose parent is missing right after a torn line is the child of
+        that line, whose own record is lost (``torn-line``): the walk goes on from the
+        parent the torn bytes still name (``parentUuid`` comes first on a line), else
+        from the chain line before it in the file, so one torn line costs that line, not
+        the turns before it (issue 33: they were counted ``rewound``)."""
         leaf = self.leaf_hint if self.leaf_hint in self.line_of else None
         if leaf is None:
             has_child = set(self.parent.values())
@@ -118,12 +150,37 @@ class _Scan:
         path: list[int] = []
         seen: set[str] = set()
         node: str | None = leaf
-        while node is not None and node in self.line_of and node not in seen:
+        by_line = {n: u for u, n in self.line_of.items()} if torn else {}
+        while node is not None and node not in seen:
+            if node not in self.line_of:
+                node = self._across_torn(path[-1], torn, torn_text, by_line) if path else None
+                if node is None or node in seen:
+                    break
             seen.add(node)
             path.append(self.line_of[node])
             node = self.parent.get(node)
         path.reverse()
         return path
+
+    def _across_torn(
+        self,
+        child: int,
+        torn: Sequence[int],
+        torn_text: Callable[[int], bytes] | None,
+        by_line: dict[int, str],
+    ) -> str | None:
+        """The chain line a torn line before line ``child`` had as its parent."""
+        before = [t for t in torn if t < child]
+        if not before:
+            return None
+        gap = max(before)
+        if any(gap < n < child for n in by_line):
+            return None  # a whole chain line lies between: the torn line is not the parent
+        named = _PARENT.match(bytes(torn_text(gap))) if torn_text is not None else None
+        if named is not None and named.group(1).decode() in self.line_of:
+            return named.group(1).decode()
+        earlier = [n for n in by_line if n < gap]
+        return by_line[max(earlier)] if earlier else None
 
 
 class _Projector:
@@ -222,20 +279,7 @@ class _Projector:
         match = native.EXIT_CODE.match(output)
         exit_code = int(match.group(1)) if match else None
         self.done.add(call_id)
-        unit.add(
-            lambda rid, ev: self.b.add_result(
-                rid,
-                call_id,
-                not failed,
-                output,
-                time=unit.time,
-                turn=self.turn,
-                evidence=ev,
-                exit_code=exit_code,
-            ),
-            "tool_result",
-            path,
-        )
+        unit.result(call_id, not failed, output, "tool_result", path, exit_code)
 
     def assistant(self, unit: _Unit, obj: dict[str, Any]) -> None:
         msg = obj.get("message")
@@ -280,60 +324,25 @@ class _Projector:
                 self.d.add("pending-tool-call", rid)
 
 
-class _Unit:
-    """One line: its first record carries the unit; a line with none is counted once."""
+class _Unit(LineUnit):
+    """One line: its first record carries the unit; a line with none is counted once. A
+    tool call's record is remembered by its call id (for the results that follow)."""
 
     def __init__(self, proj: _Projector, number: int, uid: str, time: str | None) -> None:
-        self.proj = proj
-        self.number = number
-        self.uid = uid
-        self.time = time
-        self.records = 0
-        self.dropped: list[tuple[str, str | None]] = []
-
-    def _ev(self, native_kind: str, path: str | None) -> Any:
-        return evidence(
-            artifact=self.proj.name,
-            line=self.number,
-            json_path=path,
-            native=native_kind,
-            native_id=self.uid,
-            units=1 if self.records == 0 else 0,
-        )
-
-    def _rid(self) -> str:
-        return f"claude:{self.uid}" if self.records == 0 else f"claude:{self.uid}:{self.records}"
+        super().__init__(proj, "claude", number, uid, time)
+        self.calls = proj.calls
 
     def add(
-        self, make: Any, native_kind: str, path: str | None, remember: str | None = None
-    ) -> None:
-        rid = self._rid()
-        make(rid, self._ev(native_kind, path))
-        self.records += 1
+        self,
+        make: Callable[..., object],
+        native_kind: str,
+        path: str | None,
+        remember: str | None = None,
+    ) -> str:
+        rid = super().add(make, native_kind, path)
         if remember is not None:
-            self.proj.calls.setdefault(remember, rid)
-
-    def text(
-        self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
-    ) -> None:
-        self.add(
-            lambda rid, ev: self.proj.b.add_text(
-                kind, rid, text, time=self.time, turn=self.proj.turn, evidence=ev, model=model
-            ),
-            native_kind,
-            path,
-        )
-
-    def drop(self, code: str, name: str | None = None) -> None:
-        self.dropped.append((code, name))
-
-    def finish(self) -> None:
-        place = f"{self.proj.name}:{self.number}"
-        for i, (code, name) in enumerate(self.dropped):
-            if self.records == 0 and i == 0:
-                self.proj.d.add(code, place, name=name)
-            else:
-                self.proj.d.add("block-dropped", place, name=name or code)
+            self.calls.setdefault(remember, rid)
+        return rid
 
 
 def _side(number: int, obj: dict[str, Any], d: Diagnostics, name: str) -> None:
@@ -349,40 +358,42 @@ def _side(number: int, obj: dict[str, Any], d: Diagnostics, name: str) -> None:
         d.add("unknown-kind", place, name=kind)
 
 
+def _links_skipped(links: list[Path], base: Path, b: SnapshotBuilder) -> None:
+    for link in links:
+        b.diagnostics.add("symlink-skipped", link.relative_to(base).as_posix())
+
+
 def _subagent_meta(path: Path, b: SnapshotBuilder) -> None:
-    meta = path.with_name(path.stem + layout.META_SUFFIX)
-    if meta.is_file():
+    links: list[Path] = []
+    meta = layout.sidecar(path.with_name(path.stem + layout.META_SUFFIX), links)
+    if meta is not None:
         b.add_artifact(meta.name, "application/json", read_bounded(meta, 16 * 1024**2))
+    _links_skipped(links, path.parent, b)
 
 
 def _children(path: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> list[_Sub]:
     """The sub-agent transcripts beside a main transcript, kept byte for byte (to be read
-    as children of the session once its calls are known)."""
+    as children of the session once its calls are known); a symlinked one is not read
+    but named (``symlink-skipped``)."""
     found = []
-    for sub in layout.subagent_files(path):
+    links: list[Path] = []
+    for sub in layout.subagent_files(path, links):
         rel = f"{layout.SUBAGENTS}/{sub.name}"
         budget += sub.stat().st_size
         limits.check("max_session_bytes", budget, sub)
         utf8 = Utf8Tally()
-        blob = b.add_artifact_file(
-            rel,
-            "application/x-ndjson",
-            sub,
-            limits.max_session_bytes,
-            "max_session_bytes",
-            utf8=utf8.verdict,
-        )
-        meta = sub.with_name(sub.stem + layout.META_SUFFIX)
+        _blob, copy = copy_jsonl(b, rel, sub, limits, utf8)
+        meta = layout.sidecar(sub.with_name(sub.stem + layout.META_SUFFIX), links)
         call_id = None
-        if meta.is_file():
+        if meta is not None:
             kept = b.add_artifact(
                 f"{layout.SUBAGENTS}/{meta.name}",
                 "application/json",
                 read_bounded(meta, 16 * 1024**2),
             )
             call_id = native.spawning_call(kept.read())
-        assert blob.whole_file is not None
-        found.append(_Sub(sub, rel, blob.whole_file, utf8, call_id))
+        found.append(_Sub(sub, rel, copy, utf8, call_id))
+    _links_skipped(links, path.parent, b)
     return found
 
 
@@ -409,12 +420,18 @@ def _project(
 ) -> tuple[_Scan, _Projector]:
     """Scan the transcript's copy for its chain, then make its records in ``b``."""
     scan = _Scan()
+    torn = _TornLines()
     try:
-        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
+        for number, obj in iter_file_objects(copy, name, torn, limits):
             scan.line(number, obj)
     except LimitError:
         pass  # the projection below refuses the same line with the same error
-    chain = scan.chain(subagent)
+
+    def torn_text(number: int) -> bytes:
+        lines = file_lines(copy, limits.max_line_bytes)
+        return next(itertools.islice(lines, number - 1, None), b"")
+
+    chain = scan.chain(subagent, torn.lines, torn_text)
     on_chain = set(chain)
     in_order = all(a < b_ for a, b_ in itertools.pairwise(chain))
     b.source = b.source.model_copy(update={"harness_version": scan.version})
@@ -476,16 +493,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         Source(harness="claude", harness_version=None, session_id=sid, locator=locator), READER
     )
     utf8 = Utf8Tally()
-    blob = b.add_artifact_file(
-        name,
-        "application/x-ndjson",
-        transcript,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    copy = blob.whole_file
-    assert copy is not None
+    blob, copy = copy_jsonl(b, name, transcript, limits, utf8)
     subs: list[_Sub] = []
     if subagent:
         _subagent_meta(transcript, b)

@@ -1,6 +1,6 @@
 """Claude Code writer: Snapshot -> ``home/.claude/projects/<key>/<uuid>.jsonl``.
 
-What the CLI needs to resume (``codecs/claude/README.md`` §2, §4-§6, §9, observed with
+What the CLI needs to resume (``codecs/claude/README.md``, observed with
 2.1.332): compact JSON lines, one ``parentUuid`` chain (``null`` only on the root), chain lines
 with ``type``/``uuid``/``parentUuid``/``sessionId``/``message``; one content block per assistant
 line, the lines of one model response sharing ``message.id``; every ``tool_use`` answered by a
@@ -33,9 +33,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from trajconv.codecs.base import (
@@ -46,11 +45,11 @@ from trajconv.codecs.base import (
     exit_code_shown,
 )
 from trajconv.codecs.claude import layout, native
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.jsonl import iter_file_objects, iter_objects
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Child, Snapshot
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 #: what the Messages API accepts as a ``tool_use`` id
 _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,200}$")
@@ -169,10 +168,6 @@ class _Chain:
 
     def user(self, content: Any, time: str | None, **extra: Any) -> None:
         self.line("user", time, message={"role": "user", "content": content}, **extra)
-
-
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
 def _tool_id(call_id: str, snapshot: Snapshot, ids: dict[str, str], diags: Diagnostics) -> str:
@@ -404,7 +399,7 @@ def plan(
         _name_session_facts(snapshot, chain, workdir, diags)
 
     rel = f"{layout.CONFIG}/{layout.PROJECTS}/{key}/{sid}{layout.SUFFIX}"
-    files = [ExportFile(f"home/{rel}", _spooled(path, spool))]
+    files = [ExportFile(f"home/{rel}", spooled(path, spool))]
     session_paths = [rel]
     written: list[str] = []
     for child in snapshot.children:
@@ -420,7 +415,7 @@ def plan(
         if not written:
             session_paths.append(base)
         stem = f"{base}/{layout.SUBAGENTS}/{layout.AGENT_PREFIX}{agent}"
-        files.append(ExportFile(f"home/{stem}{layout.SUFFIX}", _spooled(kid_path, spool)))
+        files.append(ExportFile(f"home/{stem}{layout.SUFFIX}", spooled(kid_path, spool)))
         files.append(
             ExportFile(f"home/{stem}{layout.META_SUFFIX}", _agent_meta(snapshot, child, ctx))
         )

@@ -2,7 +2,7 @@
 
 The picker (``codex resume``) shows a session under its first prompt (the first
 ``event_msg user_message``, or the first person-typed ``response_item`` message of a file
-without one) and its ``session_meta.cwd`` (``codex.md`` §8, §9); the thread index's ``title``
+without one) and its ``session_meta.cwd`` (the codec README); the thread index's ``title``
 is used when the home has ``state_5.sqlite``. Only the first ``HEAD_BYTES`` of a rollout
 are read. Newest first, by the start time in the file name.
 """

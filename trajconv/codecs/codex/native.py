@@ -1,4 +1,4 @@
-"""The Codex CLI's rollout vocabulary (``codecs/codex/README.md`` §2-§4, observed with 0.171.0).
+"""The Codex CLI's rollout vocabulary (``codecs/codex/README.md``, observed with 0.171.0).
 
 One JSON object per line: ``{timestamp, [ordinal], type, payload, [metadata]}``. The model's
 history is the ``response_item`` family; ``event_msg`` lines feed the UI and repeat the
@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from trajconv.codecs.base import CODEX_EXEC_EXIT, CODEX_PATCH_EXIT
+from trajconv.codecs.common import json_text_member
 
 SESSION_META = "session_meta"
 RESPONSE_ITEM = "response_item"
@@ -25,13 +26,18 @@ STATE_LINES = frozenset({"world_state", "token_usage_record"})
 EVENT_DUPLICATES = frozenset(
     {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"}
 )
+#: item_completed item types whose ``id`` is a call id and whose ``status`` (and, for a
+#: command, ``exit_code``) is that call's outcome: a spawned sub-agent's
+#: ``CollabAgentToolCall`` (``status: completed``, fixtures/codex/subagent) as well as
+#: commands and patches
+ITEM_STATUS = frozenset({"CommandExecution", "FileChange", "CollabAgentToolCall"})
 #: item_completed item types that repeat one (CommandExecution/FileChange carry a status)
 ITEM_DUPLICATES = frozenset({"UserMessage", "AgentMessage", "Reasoning"})
 
 #: response items without conversational text, kept in the artifact
 STATE_ITEMS = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
 
-#: text a user-role message starts with when the harness, not the person, wrote it (§3.2)
+#: text a user-role message starts with when the harness, not the person, wrote it
 HARNESS_TAGS = (
     "<environment_context>",
     "<user_instructions>",
@@ -73,6 +79,8 @@ def is_person_prompt(payload: dict[str, Any], text: str) -> bool:
     """
     meta = payload.get("internal_chat_message_metadata_passthrough")
     kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    if isinstance(kinds, list):  # names only: a list or object in it is no kind (issue 34)
+        kinds = [k for k in kinds if isinstance(k, str)]
     if isinstance(kinds, list) and set(kinds) - {"unknown"}:
         return "user.text" in kinds
     # no kinds, or only "unknown" (what 0.171 sends for items of a file that had none)
@@ -113,7 +121,6 @@ def output_failed(kind: str, text: str) -> bool | None:
 
 def parse_arguments(raw: Any) -> Any:
     """``function_call.arguments`` is JSON text; invalid JSON (model output) stays text."""
-    import json
 
     if not isinstance(raw, str):
         return raw
@@ -130,9 +137,4 @@ SPAWN_TOOL = "spawn_agent"
 
 def spawned_thread(output: str) -> str | None:
     """The thread id a ``spawn_agent`` output names, or ``None``."""
-    try:
-        doc = json.loads(output)
-    except ValueError:
-        return None
-    agent = doc.get("agent_id") if isinstance(doc, dict) else None
-    return agent if isinstance(agent, str) and agent else None
+    return json_text_member(output, "agent_id")

@@ -4,7 +4,7 @@ Format facts: ``codecs/codex/README.md`` (observed with 0.171.0 in both shapes, 
 paginated). Rules implemented here:
 
 * **which family is the conversation**: the ``response_item`` lines are what the CLI replays
-  to the model on resume (§9), so when a rollout has any, they are the records and every
+  to the model on resume, so when a rollout has any, they are the records and every
   ``event_msg`` that repeats a prompt, reply or reasoning (``user_message``,
   ``agent_message``, ``item_completed`` UserMessage/AgentMessage/Reasoning) is counted as
   ``duplicate-message``; a rollout with no ``response_item`` at all (event-only) takes its
@@ -24,7 +24,7 @@ paginated). Rules implemented here:
   ``patch_apply_end`` (legacy) event of the same call, else from the exit line the tool
   printed at the head of its output; when neither says, ``ok`` is null. A call with no
   output is a named ``pending-tool-call``;
-* record ids are ``codex:L<line>`` (lines are only appended, §2).
+* record ids are ``codex:L<line>`` (lines are only appended).
 
 The thread index ``state_5.sqlite`` (titles, sub-agent edges) is read only when present,
 read-only (a private copy when a WAL is beside it), and never required.
@@ -41,7 +41,7 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.codex import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, iter_file_objects, project_jsonl
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import (
     EvidenceFields,
@@ -76,7 +76,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _head(path: Path, limits: Limits) -> dict[str, Any]:
-    """``session_meta.payload`` of the first line (it always comes first, §2), or ``{}``."""
+    """``session_meta.payload`` of the first line (it always comes first), or ``{}``."""
     try:
         with path.open("rb") as fh:
             line = fh.readline(limits.max_line_bytes + 1)
@@ -171,10 +171,7 @@ class _Projector:
         )
 
     def item(self, number: int, p: dict[str, Any], time: str | None) -> None:
-        ptype = p.get("type")
-        if not isinstance(ptype, str):  # a type that is no name is an unknown kind
-            ptype = repr(ptype)[:40]
-        nk = f"{native.RESPONSE_ITEM}:{ptype}"
+        ptype, nk = _kind(native.RESPONSE_ITEM, p)
         place = self.place(number)
         if ptype == "message":
             role = p.get("role")
@@ -285,14 +282,15 @@ class _Projector:
         call[2] = True
 
     def event(self, number: int, p: dict[str, Any], time: str | None) -> None:
-        ptype = p.get("type")
-        nk = f"{native.EVENT_MSG}:{ptype}"
+        ptype, nk = _kind(native.EVENT_MSG, p)
         place = self.place(number)
         if ptype == "item_completed":
             item = p.get("item") if isinstance(p.get("item"), dict) else {}
             assert isinstance(item, dict)
             itype = item.get("type")
-            if itype in ("CommandExecution", "FileChange") and isinstance(item.get("id"), str):
+            if not isinstance(itype, str):
+                itype = repr(itype)[:40]
+            if itype in native.ITEM_STATUS and isinstance(item.get("id"), str):
                 code = item.get("exit_code")
                 status = item.get("status")
                 self.ends[item["id"]] = (
@@ -379,22 +377,21 @@ def _index(
     return found
 
 
+def _kind(line_type: str, p: dict[str, Any]) -> tuple[str, str]:
+    """The payload's type and its native kind (``<line type>:<payload type>``)."""
+    ptype = p.get("type")
+    if not isinstance(ptype, str):  # a type that is no name is an unknown kind
+        ptype = repr(ptype)[:40]
+    return ptype, f"{line_type}:{ptype}"
+
+
 def _project(
     b: SnapshotBuilder, rollout: Path, meta: dict[str, Any], sid: str, limits: Limits, prefix: str
 ) -> _Projector:
     """Keep the rollout as an artifact and make its records in ``b``; the session facts."""
     artifact = rollout.name
     utf8 = Utf8Tally()
-    blob = b.add_artifact_file(
-        artifact,
-        "application/x-ndjson",
-        rollout,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    copy = blob.whole_file
-    assert copy is not None
+    _blob, copy = copy_jsonl(b, artifact, rollout, limits, utf8)
     if not meta:
         b.diagnostics.add("metadata-missing", f"{artifact}:1")
     # a sub-agent's row is kept beside its parent's, under its thread id
@@ -419,11 +416,7 @@ def _project(
         or (_str(spawn.get("parent_thread_id")) if isinstance(spawn, dict) else None)
         or _str(index.get("parent_thread_id")),
     }
-    max_records = limits.max_records
-    for number, obj in iter_file_objects(copy, artifact, b.diagnostics, limits, utf8):
-        proj.line(number, obj)
-        if b.record_count > max_records:
-            raise LimitError(rollout, "max_records", max_records, line=number)
+    project_jsonl(proj.line, copy, artifact, b, limits, utf8, rollout)
     proj.finish()
     b.session = Session(**facts, model=proj.model, updated_at=proj.last_time)
     return proj

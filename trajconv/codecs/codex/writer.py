@@ -1,27 +1,27 @@
 """Codex CLI writer: Snapshot -> ``home/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
 
-Writes the **legacy** rollout shape (``codex.md`` §10, and what the CLI keeps appending to such
+Writes the **legacy** rollout shape (the codec README, and what the CLI keeps appending to such
 a file): ``session_meta`` first (``source: "cli"`` so the picker lists it, ``model_provider``
-the id the user will resume with: a mismatch refuses to resume, §3.1), then per record a
-``response_item`` (the history the CLI replays to the model, §9) and, for prompts and replies,
-the ``event_msg user_message`` / ``agent_message`` the picker and transcript read (§8).
+the id the user will resume with: a mismatch refuses to resume), then per record a
+``response_item`` (the history the CLI replays to the model) and, for prompts and replies,
+the ``event_msg user_message`` / ``agent_message`` the picker and transcript read.
 A system record the Codex reader made of a user-role message (Codex's own context such as
-``<environment_context>`` or the AGENTS.md instructions, §3.2) goes back as a ``user``
+``<environment_context>`` or the AGENTS.md instructions) goes back as a ``user``
 message, as the CLI sent it; other system text is a ``developer`` message.
 
-Never written: ``encrypted_content`` (only the provider that issued it can read it, §5), so
+Never written: ``encrypted_content`` (only the provider that issued it can read it), so
 reasoning is ``untranslated-reasoning``; observations; a ``turn_context`` (the CLI takes the
 model and policies from the user's config on resume). Codex output items carry no status
-field (§4): a result whose exit code or failure is known and not already printed at the head of
+field: a result whose exit code or failure is known and not already printed at the head of
 its text gets the header Codex's own tools print (``Process exited with code N`` /
 ``Exit code: N``), so the model sees it (``exit-status-in-text``); a failure so moved into
 the text is also ``untranslated-tool-status`` (the model gets no status field, such as
 Anthropic's ``is_error``, only the text).
 
 The CLI's SQLite state (``state_5.sqlite``) is left alone: a rollout with no row is found by
-the CLI's filesystem scan (§8). The export's ``prepare.py`` refuses to install when the home
+the CLI's filesystem scan. The export's ``prepare.py`` refuses to install when the home
 already has a rollout of this id or a thread-index row for it (a stale ``rollout_path`` breaks
-resume, §8).
+resume).
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from typing import Any, BinaryIO
 
 from trajconv.codecs.base import ExportFile, ExportPlan, dropped_code
 from trajconv.codecs.codex import layout, native
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.export import generic_prepare_script
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Child, Snapshot
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 #: the provider id Codex uses when config.toml names none (its built-in OpenAI provider)
 DEFAULT_PROVIDER = "openai"
@@ -95,10 +95,6 @@ def _is_patch(name: str, arguments: Any) -> bool:
         and set(arguments) == {"input"}
         and isinstance(arguments["input"], str)
     )
-
-
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
 
 
 def _write_body(
@@ -235,7 +231,7 @@ def _child_thread(snapshot: Snapshot, child: Child, diags: Diagnostics) -> str:
 def _with_head(head: bytes, body: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
     def chunks() -> Iterator[bytes]:
         yield head
-        yield from _spooled(body, spool)()
+        yield from spooled(body, spool)()
 
     return chunks
 
@@ -249,7 +245,11 @@ def plan(
     **_options: Any,
 ) -> ExportPlan:
     diags, drop, workdir, sid = open_write(snapshot, "codex", allow_lossy=allow_lossy, cwd=cwd)
-    provider = model_provider or DEFAULT_PROVIDER
+    # the provider the session is written for; prepare.py binds the one the home it installs
+    # into configures, unless the user named one (then it refuses a home configured otherwise)
+    kept = None if model_provider else source_provider(snapshot)
+    provider = model_provider or kept or DEFAULT_PROVIDER
+    binding = "explicit" if model_provider else "source" if kept else "home"
     diags.add("codex-model-provider", f"session_meta.model_provider={provider}")
     session = snapshot.session
 
@@ -306,13 +306,127 @@ def plan(
         children_written=tuple(children),
         resume_argv=["codex", "resume", sid],
         diagnostics=diags.to_models(),
-        prepare_script=prepare_script(),
+        prepare_script=prepare_script(provider, binding),
         notes=[
-            f"session_meta.model_provider is {provider!r}: Codex refuses to resume under another "
-            "provider; write with model_provider=ID (--codex-model-provider) to change it",
+            _binding_note(provider, binding),
             f"run the resume command in {workdir}, or use `codex resume --all`",
         ],
     )
+
+
+def source_provider(snapshot: Snapshot) -> str | None:
+    """The ``session_meta.model_provider`` of a Codex source's rollout (its first line, in
+    the Snapshot's artifact), so a round trip keeps it; ``None`` for another source."""
+    if snapshot.source.harness != "codex":
+        return None
+    name = Path(snapshot.source.locator).name
+    art = next((a for a in snapshot.artifacts if a.name == name), None)
+    if art is None:
+        return None
+    head = b""
+    for chunk in art.chunks():
+        head += chunk
+        if b"\n" in head or len(head) > 1 << 22:
+            break
+    try:
+        meta = json.loads(head.split(b"\n", 1)[0]).get("payload")
+    except (ValueError, AttributeError):
+        return None
+    value = meta.get("model_provider") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _binding_note(provider: str, binding: str) -> str:
+    if binding == "explicit":
+        return (
+            f"session_meta.model_provider is {provider!r} (--codex-model-provider): prepare.py "
+            "refuses a home whose config.toml configures another, since Codex cannot resume a "
+            "thread under another provider"
+        )
+    was = "the source session's" if binding == "source" else "Codex's default"
+    return (
+        f"session_meta.model_provider is {provider!r} ({was}); prepare.py binds the provider "
+        "the home's config.toml configures (Codex cannot resume a thread under another) and "
+        "says so; --codex-model-provider ID fixes one instead"
+    )
+
+
+_BIND = '''
+
+#: the provider the rollout was written for, and why: explicit (the user named it), source
+#: (a Codex session's own) or home (no provider known: Codex's default)
+WRITTEN_PROVIDER = __PROVIDER__
+BINDING = __BINDING__
+
+
+def configured_provider(home: Path) -> tuple[str, str]:
+    """The model provider Codex uses in ``home`` (config.toml ``model_provider``, or that of
+    the ``profile`` it selects; ``openai`` when it names none) and where that was read."""
+    config = home / ".codex" / "config.toml"
+    if not config.is_file():
+        return "openai", f"Codex's built-in default: {config} is absent"
+    text = config.read_text("utf-8")
+    try:
+        import tomllib
+
+        data = tomllib.loads(text)
+    except ImportError:  # Python < 3.11: the top-level key only
+        import re
+
+        head = re.split(r"(?m)^\\s*\\[", text, maxsplit=1)[0]
+        found = re.search(r'(?m)^\\s*model_provider\\s*=\\s*"([^"]+)"', head)
+        data = {"model_provider": found.group(1)} if found else {}
+    except ValueError as exc:
+        fail(1, f"cannot read {config}: {exc}")
+    profile = data.get("profile")
+    chosen = (data.get("profiles") or {}).get(profile) if isinstance(profile, str) else None
+    if isinstance(chosen, dict) and isinstance(chosen.get("model_provider"), str):
+        return chosen["model_provider"], f"configured in {config}, profile {profile!r}"
+    value = data.get("model_provider")
+    if isinstance(value, str) and value:
+        return value, f"configured in {config}"
+    return "openai", f"Codex's built-in default: {config} names no model_provider"
+
+
+def codex_bind(home: Path, plan: list, dry_run: bool) -> list:
+    """Bind ``session_meta.model_provider`` to the provider the home configures, so the CLI
+    can resume the session ("Cannot change this thread's model provider" otherwise)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    configured, where = configured_provider(home)
+    if configured == WRITTEN_PROVIDER:
+        print(f"model_provider {configured!r} kept ({where})")
+        return plan
+    if BINDING == "explicit":
+        fail(3, f"refusing to install: the session was written for model provider "
+             f"{WRITTEN_PROVIDER!r} (--codex-model-provider), but the home's is "
+             f"{configured!r} ({where}), and Codex cannot resume a thread under another; "
+             f"write it with --codex-model-provider {configured} or configure "
+             f"model_provider = {json.dumps(WRITTEN_PROVIDER)}")
+    named = "the source session" if BINDING == "source" else "the export"
+    print(f"binds model_provider {configured!r} ({where}); {named} named "
+          f"{WRITTEN_PROVIDER!r}, which Codex would refuse to resume under it")
+    if dry_run:
+        return plan
+    scratch = Path(tempfile.mkdtemp(prefix="trajconv-codex-bind-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    bound = []
+    for src, dst, mode in plan:
+        if dst.name.startswith("rollout-") and dst.suffix == ".jsonl":
+            with src.open("rb") as fh:
+                first = json.loads(fh.readline())
+                first["payload"]["model_provider"] = configured
+                copy = scratch / dst.name
+                with copy.open("wb") as out:
+                    out.write(json.dumps(first, ensure_ascii=False, separators=(",", ":"))
+                              .encode() + b"\\n")
+                    shutil.copyfileobj(fh, out)
+            src = copy
+        bound.append((src, dst, mode))
+    return bound
+'''
 
 
 _CHECK = '''
@@ -346,12 +460,19 @@ def codex_checks(home: Path, manifest: dict) -> None:
 '''
 
 
-def prepare_script() -> str:
-    """The generic prepare.py plus the Codex checks, run before anything is written."""
+def prepare_script(provider: str = DEFAULT_PROVIDER, binding: str = "home") -> str:
+    """The generic prepare.py plus the Codex checks, run before anything is written, and
+    the provider binding, run on the install plan."""
     script = generic_prepare_script()
     anchor = "    plan = [\n"
-    if anchor not in script:  # the template changed: fail loudly rather than skip the check
-        raise RuntimeError("prepare template has no install plan anchor")
+    bind_at = "    dirs = [(inside(home"
+    if anchor not in script or bind_at not in script:
+        raise RuntimeError("prepare template has no install plan anchor")  # fail loudly
     script = script.replace(anchor, "    codex_checks(home, manifest)\n" + anchor, 1)
+    bind_call = "    plan = codex_bind(home, plan, args.dry_run)\n"
+    script = script.replace(bind_at, bind_call + bind_at, 1)
+    bind = _BIND.replace("__PROVIDER__", json.dumps(provider)).replace(
+        "__BINDING__", json.dumps(binding)
+    )
     marker = '\n\nif __name__ == "__main__":'
-    return script.replace(marker, _CHECK.rstrip("\n") + "\n" + marker, 1)
+    return script.replace(marker, (bind + _CHECK).rstrip("\n") + "\n" + marker, 1)

@@ -1,6 +1,6 @@
 """Where GitHub Copilot CLI keeps sessions (``$COPILOT_HOME`` or ``~/.copilot``).
 
-Facts from ``codecs/copilot/README.md`` §1, §2 and §8:
+Facts from ``codecs/copilot/README.md``:
 
 * current layout: ``<home>/session-state/<sessionId>/events.jsonl`` + ``workspace.yaml``
   (files 0600, folder 0700), sidecars ``plan.md`` and ``checkpoints/*.md``;
@@ -29,7 +29,7 @@ PLAN = "plan.md"
 CHECKPOINTS = "checkpoints"
 HOME_DIRNAME = ".copilot"
 
-#: text sidecars the reader keeps as artifacts (spec §2); binary state (session.db,
+#: text sidecars the reader keeps as artifacts; binary state (session.db,
 #: rewind-snapshots) and locks are not read.
 TEXT_SIDECARS: tuple[str, ...] = (PLAN,)
 

@@ -4,7 +4,7 @@ The reader parses each ``events.jsonl`` line into an :class:`Event` and the
 ``workspace.yaml`` mapping into a :class:`Workspace`, then lifts them to
 Snapshot records; the writer builds events with :func:`event_line`.
 
-Facts (spec §3.1, §6, observed 1.0.102): one compact JSON object per line,
+Facts (the codec README, observed 1.0.102): one compact JSON object per line,
 members in the order ``type, data, id, timestamp, parentId``; ``parentId`` is
 the previous persisted event's id (``null`` on line 1); ``workspace.yaml``
 keys in zod-schema order ``id, cwd, git_root, repository, host_type, branch,
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-#: event types that carry conversation (spec §3.3, **bold** rows)
+#: event types that carry conversation (the codec README, **bold** rows)
 USER_MESSAGE = "user.message"
 ASSISTANT_MESSAGE = "assistant.message"
 ASSISTANT_REASONING = "assistant.reasoning"
@@ -39,7 +39,7 @@ COMPACTION_START = "session.compaction_start"
 COMPACTION_COMPLETE = "session.compaction_complete"
 MODEL_CHANGE = "session.model_change"
 
-#: persisted lifecycle / bookkeeping types with no conversational content (spec §3.3 table,
+#: persisted lifecycle / bookkeeping types with no conversational content (the codec README table,
 #: the 1.0.102 schema's ``SessionEvent`` union, and the "Observed" section).
 LIFECYCLE_TYPES: frozenset[str] = frozenset(
     {
@@ -190,7 +190,7 @@ def tool_outcome(data: dict[str, Any]) -> ToolOutcome | None:
     ok = success if isinstance(success, bool) else None
     result = data.get("result")
     error = data.get("error")
-    # result.content is what the model was sent; detailedContent is display text (spec §4).
+    # result.content is what the model was sent; detailedContent is display text.
     content = result.get("content") if isinstance(result, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     if ok is False and isinstance(message, str):
@@ -228,7 +228,7 @@ WORKSPACE_KEYS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Workspace:
-    """``workspace.yaml`` with every scalar kept as the text the file holds (spec §6)."""
+    """``workspace.yaml`` with every scalar kept as the text the file holds."""
 
     values: dict[str, str | None] = field(default_factory=dict)
 
@@ -237,7 +237,7 @@ class Workspace:
 
     @property
     def title(self) -> str | None:
-        # Legacy files used ``summary`` for the title (spec §6).
+        # Legacy files used ``summary`` for the title.
         return self.values.get("name") or self.values.get("summary")
 
 

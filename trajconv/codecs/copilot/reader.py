@@ -1,4 +1,4 @@
-"""Copilot CLI session → Snapshot (``codecs/copilot/README.md`` §3 to §6).
+"""Copilot CLI session → Snapshot (``codecs/copilot/README.md``).
 
 Every line of ``events.jsonl`` is one native unit. It ends as part of a record
 (``evidence.units`` = 1 on the first record it yields, 0 on the others) or in a
@@ -33,8 +33,9 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits, json_depth_ok
+from trajconv.codecs.common import other_files
 from trajconv.codecs.copilot import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, check_not_utf16, read_bounded, salvage
+from trajconv.codecs.jsonl import Utf8Tally, check_not_utf16, copy_jsonl, read_bounded, salvage
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -75,6 +76,13 @@ class _State:
         self.named: dict[tuple[str, str], list[int]] = {}  # (code, name) -> [count, first line]
 
     # -- helpers -----------------------------------------------------------------------
+    def use_model(self, value: Any) -> None:
+        """The model the session runs on from here, when ``value`` names one."""
+        model = native.text_of(value)
+        if model:
+            self.model = model
+            self.first_model = self.first_model or model
+
     def diag(self, code: str, line: int, name: str | None = None) -> None:
         if name is None:
             self.b.diagnostics.add(code, f"{self.artifact}:{line}")
@@ -135,22 +143,16 @@ def _lift(state: _State, event: native.Event) -> None:
         if not state.start:
             state.start = data
             # The Snapshot's hash chain starts from its source: session.start is the
-            # journal's first line (spec §3.1), so the version is set before any record is
+            # journal's first line, so the version is set before any record is
             # spooled (a later one costs the builder a second pass over the records).
             b.source = b.source.model_copy(
                 update={"harness_version": _pick(data.get("copilotVersion"))}
             )
-            model = native.text_of(data.get("selectedModel"))
-            if model:
-                state.model = model
-                state.first_model = state.first_model or model
+            state.use_model(data.get("selectedModel"))
         state.diag("lifecycle-dropped", line, kind)
         return
     if kind == native.MODEL_CHANGE:
-        model = native.text_of(data.get("newModel"))
-        if model:
-            state.model = model
-            state.first_model = state.first_model or model
+        state.use_model(data.get("newModel"))
         state.diag("lifecycle-dropped", line, kind)
         return
     if kind == native.TURN_START:
@@ -192,30 +194,20 @@ def _lift(state: _State, event: native.Event) -> None:
         if native.text_of(data.get("model")):
             state.first_model = state.first_model or model
         units = 1
-        reasoning = native.text_of(data.get("reasoningText"))
-        if reasoning:
-            b.add_text(
-                "reasoning",
-                f"{base}#reasoning",
-                reasoning,
-                time=time,
-                turn=state.turn,
-                evidence=state.ev(event, units, "$.data.reasoningText"),
-                model=model,
-            )
-            units = 0
-        content = native.text_of(data.get("content"))
-        if content:
-            b.add_text(
-                "assistant",
-                base,
-                content,
-                time=time,
-                turn=state.turn,
-                evidence=state.ev(event, units, "$.data.content"),
-                model=model,
-            )
-            units = 0
+        said = (("reasoning", f"{base}#reasoning", "reasoningText"), ("assistant", base, "content"))
+        for kind, rid, key in said:
+            text = native.text_of(data.get(key))
+            if text:
+                b.add_text(
+                    kind,
+                    rid,
+                    text,
+                    time=time,
+                    turn=state.turn,
+                    evidence=state.ev(event, units, f"$.data.{key}"),
+                    model=model,
+                )
+                units = 0
         for index, request in enumerate(native.tool_requests(data)):
             seq = b.add_call(
                 f"{base}#tool:{index}",
@@ -347,7 +339,7 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
                 value = loads(raw)  # the newline is JSON whitespace
             except orjson.JSONDecodeError:
                 # A blank line never parses, so it is told apart here, off the hot path.
-                # The CLI skips empty, whitespace-only and NUL-only lines (spec §5).
+                # The CLI skips empty, whitespace-only and NUL-only lines.
                 if not raw.strip(b" \t\r\n\x00"):
                     state.diag("blank-line", number)
                     continue
@@ -380,7 +372,7 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
                 state.diag("invalid-line", number)
                 continue
             if not event.ephemeral:
-                # parentId chains the persisted events linearly (spec §3.2).
+                # parentId chains the persisted events linearly.
                 if not event.has_parent or event.parent_id != state.prev_id:
                     b.diagnostics.add("chain-break", f"{state.artifact}:{number}")
                 state.prev_id = event.id
@@ -390,26 +382,12 @@ def _read_events(state: _State, events: Path, utf8: Utf8Tally) -> None:
     utf8.complete = True
 
 
-SKIP_SUFFIXES = (".lock", ".tmp")
-
-
-def _sidecars(folder: Path, builder: SnapshotBuilder, limits: Limits, budget: int) -> int:
+def _sidecars(folder: Path, builder: SnapshotBuilder, limits: Limits, budget: int) -> None:
     """Every other file of the session folder, byte for byte (locks and temp files aside)."""
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if (
-            not path.is_file()
-            or path.is_symlink()
-            or rel in (layout.EVENTS, layout.WORKSPACE)
-            or path.name.endswith(SKIP_SUFFIXES)
-            or rel.split("/", 1)[0] == "temp"
-        ):
-            continue
-        budget += path.stat().st_size
-        limits.check("max_session_bytes", budget, folder)
+    known = (layout.EVENTS, layout.WORKSPACE)
+    for path, rel in other_files(folder, known, limits, budget, skip_dirs=("temp",)):
         media = MEDIA.get(path.suffix, "application/octet-stream")
         builder.add_artifact(rel, media, read_bounded(path, limits.max_session_bytes))
-    return budget
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
@@ -426,16 +404,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         READER,
     )
     utf8 = Utf8Tally()  # the parse below tells whether the journal is UTF-8
-    blob = builder.add_artifact_file(
-        artifact,
-        JSONL_MEDIA,
-        paths.events,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    events = blob.whole_file
-    assert events is not None  # a fresh spool file holding just this copy
+    blob, events = copy_jsonl(builder, artifact, paths.events, limits, utf8)
     if not any(chunk.strip() for chunk in blob.chunks()):
         raise FormatError(paths.events, "empty: the CLI requires session.start on line 1")
 

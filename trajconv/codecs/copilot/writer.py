@@ -1,7 +1,7 @@
 """Copilot CLI writer: Snapshot → ``home/.copilot/session-state/<uuid>/``.
 
 Writes ``events.jsonl`` and ``workspace.yaml`` the way Copilot CLI 1.0.102 writes
-them (``codecs/copilot/README.md`` §3, §6 and "Observed"): compact lines in
+them (``codecs/copilot/README.md`` and "Observed"): compact lines in
 envelope order ``type, data, id, timestamp, parentId``, a linear ``parentId``
 chain starting at ``null`` on a ``session.start`` line, files 0600 in a 0700
 folder. Every line is meant to validate against the CLI's own

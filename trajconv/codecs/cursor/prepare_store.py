@@ -10,7 +10,9 @@ its id (one blob at a time: the readout is never held whole), then creates
 with the pragmas and tables Cursor uses (WAL, ``user_version = 1``,
 ``blobs(id, data)``, ``meta(key, value)``). It never replaces an existing store
 (exit 3); ``--dry-run`` prints the plan and writes nothing. The store is built
-in a temporary folder beside the target, checkpointed, and renamed into place.
+in a private temporary folder, checkpointed, then written into the home a folder at a
+time without following a symlink (a home's folder swapped for one meanwhile is refused);
+a run that cannot finish (a full disk) removes what it made and exits 1.
 Resume with ``cursor-agent --resume <agentId>`` run in that cwd.
 """
 
@@ -22,13 +24,23 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn
+from typing import Any, BinaryIO
+
+from trajconv.codecs.prepare_safe import (  # prepare: inline
+    Undo,
+    clear_stale,
+    digest,
+    exists_in,
+    fail,
+    file_chunks,
+    open_folder,
+    write_file,
+)
 
 HERE = Path(__file__).resolve().parent
 READOUT_FORMAT = "cursor-agent-sqlite-readout-v1"
@@ -271,19 +283,6 @@ def read_blob(fh: BinaryIO, bid: str, span: tuple[int, int]) -> bytes:
     return data
 
 
-def fail(code: int, message: str) -> NoReturn:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def find_readout() -> Path:
     """The readout, after every file the manifest lists matches its sha256."""
     manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
@@ -293,7 +292,7 @@ def find_readout() -> Path:
         if rel == "prepare.py":
             continue
         path = HERE / rel
-        if not path.is_file() or digest(path) != entry["sha256"]:
+        if not path.is_file() or digest(path)[0] != entry["sha256"]:
             fail(1, f"{rel}: missing or sha256 mismatch")
         if rel.endswith(".readout.json"):
             readout_path = path
@@ -311,12 +310,9 @@ def blobs(fh: BinaryIO, spans: Spans) -> Iterator[tuple[str, bytes]]:
         yield bid, data
 
 
-def build(fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]], target: Path) -> None:
-    """Create the store in a temporary folder beside ``target`` and rename it in."""
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+def _build_db(db: Path, fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]]) -> None:
+    con = sqlite3.connect(db)
     try:
-        con = sqlite3.connect(tmp / "store.db")
         # Cursor's own schema and pragmas (codecs/cursor/README.md section 2).
         con.execute("PRAGMA journal_mode = WAL")
         con.execute("PRAGMA synchronous = NORMAL")
@@ -330,13 +326,39 @@ def build(fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]], target: P
             )
         con.commit()
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
         con.close()
-        if target.exists():
-            fail(3, f"{target} appeared while preparing; refusing to replace it")
-        os.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+
+
+def build(
+    fh: BinaryIO, spans: Spans, meta_rows: list[dict[str, str]], target: Path, home: Path
+) -> None:
+    """Create the store in a private temporary folder, then put it at ``target`` (under
+    ``home``) without following a symlink; on failure nothing of it stays in the home."""
+    with tempfile.TemporaryDirectory(prefix="trajconv-cursor-") as tmp:
+        try:
+            _build_db(Path(tmp) / "store.db", fh, spans, meta_rows)
+        except sqlite3.Error as exc:  # a full $TMPDIR: the home is not touched yet
+            fail(1, f"cannot build the store in {tmp}: {exc}; nothing was installed")
+        parts = target.relative_to(home).parts
+        undo = Undo(home)
+        undo.where = target
+        with undo.guard():
+            parent = open_folder(home, parts[:-1], 0o700, undo)
+            try:
+                if exists_in(parent, parts[-1]):
+                    fail(3, f"{target} appeared while preparing; refusing to replace it")
+                os.mkdir(parts[-1], 0o700, dir_fd=parent)
+                undo.dirs.append(parts)
+            finally:
+                os.close(parent)
+            fd = open_folder(home, parts, create=False)
+            try:
+                for f in sorted(Path(tmp).iterdir()):
+                    mode = f.stat().st_mode & 0o777
+                    write_file(fd, f.name, file_chunks(f), mode, undo, (*parts, f.name))
+            finally:
+                os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,12 +389,16 @@ def main(argv: list[str] | None = None) -> int:
             home = args.home.expanduser().resolve()
             target = home / ".cursor" / "chats" / group / agent
             print(f"store: {target / 'store.db'} ({len(spans)} blobs, cwd {resolved})")
-            if target.exists() or target.is_symlink():
+            if not clear_stale(target):  # a killed run's temporary files do not count
                 fail(3, f"{target} exists; refusing to replace an existing Cursor chat")
             if args.dry_run:
                 print("dry run: nothing written")
                 return 0
-            build(fh, spans, doc["meta"], target)
+            try:
+                home.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                fail(1, f"cannot make {home}: {exc.strerror or exc}")
+            build(fh, spans, doc["meta"], target, home)
         except ReadoutError as exc:
             blob = f" (blob {exc.blob})" if exc.blob else ""
             fail(1, f"{readout_path.name}: {exc}{blob}")

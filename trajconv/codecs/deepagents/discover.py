@@ -2,7 +2,7 @@
 
 Per thread (root namespace): cwd, agent name and branch from the newest
 checkpoint's metadata JSON, created/updated as MIN/MAX of ``updated_at``
-(spec §6). No blob is decoded, so discovery needs no LangGraph.
+. No blob is decoded, so discovery needs no LangGraph.
 """
 
 from __future__ import annotations

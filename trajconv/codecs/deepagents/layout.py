@@ -2,7 +2,7 @@
 
 There is no ``DEEPAGENTS_HOME`` in deepagents-code 0.1.57; only ``HOME`` moves
 the root (``deepagents_code/model_config.py``: ``DEFAULT_CONFIG_DIR =
-Path.home() / ".deepagents"``; spec §2). One database holds every thread.
+Path.home() / ".deepagents"``). One database holds every thread.
 The portable seed the writer emits is ``checkpoint.json``.
 """
 

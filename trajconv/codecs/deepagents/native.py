@@ -1,7 +1,7 @@
 """Deep Agents (``deepagents-code`` 0.1.57) native vocabulary: SQLite rows and their decoding.
 
-Facts: ``codecs/deepagents/README.md`` §3 (schema), §4 (``JsonPlusSerializer``
-tags), §5 (``messages`` is a ``DeltaChannel``), and ``langgraph-checkpoint``
+Facts: ``codecs/deepagents/README.md`` (schema), the codec README (``JsonPlusSerializer``
+tags), the codec README (``messages`` is a ``DeltaChannel``), and ``langgraph-checkpoint``
 4.3.2 ``checkpoint/base/__init__.py`` (``writes_sort_key``: within one
 checkpoint, writes apply in ``(task_path, task_id, idx)`` order; writes stored
 on the target checkpoint itself are pending and not part of its state).
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trajconv.errors import FormatError, UsageError
+from trajconv.snapshot.hashing import MAX_SAFE_INTEGER
 
 MESSAGES = "messages"
 ROOT_NS = ""
@@ -31,7 +32,7 @@ INSTALL_HINT = (
     "pip install 'langgraph-checkpoint==4.3.2' 'langchain-core==1.8.3'"
 )
 #: Human messages marked with these ``additional_kwargs.lc_source`` values are
-#: synthetic (``deepagents_code/_constants.py``, ``goal_state_notice.py``; spec §4.2).
+#: synthetic (``deepagents_code/_constants.py``, ``goal_state_notice.py``).
 HIDDEN_SOURCES = frozenset(
     {"goal_control", "goal_state", "rubric_grader", "summarization", "local_context"}
 )
@@ -132,7 +133,7 @@ class Decoder:
             raise FormatError(self.file, f"undecodable {type_tag} value: {exc}", row=where) from exc
 
     def stored_messages(self, value: Any) -> list[Any] | None:
-        """A stored ``messages`` channel value: ext-7 snapshot or plain list (spec §5)."""
+        """A stored ``messages`` channel value: ext-7 snapshot or plain list."""
         if isinstance(value, self._snapshot_type):
             inner = value.value
             return list(inner) if isinstance(inner, list) else None
@@ -207,8 +208,12 @@ def checkpoint_row(
     return _checkpoint_row(r)
 
 
-def write_rows(conn: sqlite3.Connection, thread_id: str) -> Iterator[DeepagentsWriteRow]:
-    """The thread's write rows in readout order, one at a time from the cursor."""
+def write_rows(
+    conn: sqlite3.Connection, thread_id: str, db: str | Path = "sessions.db"
+) -> Iterator[DeepagentsWriteRow]:
+    """The thread's write rows in readout order, one at a time from the cursor; a row
+    whose ``idx`` is no integer a Snapshot holds (LangGraph writes small ones) is a
+    FormatError naming ``db``."""
     path_col = "task_path" if has_task_path(conn) else "''"
     rows = conn.execute(
         f"select thread_id, checkpoint_ns, checkpoint_id, task_id, {path_col}, idx, channel, "
@@ -217,13 +222,17 @@ def write_rows(conn: sqlite3.Connection, thread_id: str) -> Iterator[DeepagentsW
         (thread_id,),
     )
     for r in rows:
+        if type(r[5]) is not int or not -MAX_SAFE_INTEGER <= r[5] <= MAX_SAFE_INTEGER:
+            raise FormatError(
+                db, f"writes row of checkpoint {str(r[2])[:80]!r}: idx is {str(r[5])[:40]!r}"
+            )
         yield DeepagentsWriteRow(
             thread_id=str(r[0]),
             ns=str(r[1]),
             checkpoint_id=str(r[2]),
             task_id=str(r[3]),
             task_path=str(r[4] or ""),
-            idx=int(r[5]),
+            idx=r[5],
             channel=str(r[6]),
             type=None if r[7] is None else str(r[7]),
             value=_bytes(r[8]),

@@ -22,16 +22,25 @@ and writes nothing.
 from __future__ import annotations
 
 import argparse
-import hashlib
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+from trajconv.codecs.prepare_safe import (  # prepare: inline
+    Undo,
+    UnsafeHome,
+    check_file,
+    fail,
+    open_folder,
+)
 
 HERE = Path(__file__).resolve().parent
 SEED = "checkpoint.json"
@@ -76,22 +85,12 @@ def dcode_python() -> str | None:
     return python if probe.returncode == 0 else None
 
 
-def fail(code: int, message: str) -> NoReturn:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
 def check_files() -> dict[str, Any]:
     manifest = json.loads((HERE / "trajconv-export.json").read_text("utf-8"))
     for entry in manifest["files"]:
         if entry["path"] == "prepare.py":
             continue
-        path = HERE / entry["path"]
-        if not path.is_file():
-            fail(1, f"missing file {entry['path']}")
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != entry["sha256"] or len(data) != entry["size"]:
-            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+        check_file(HERE, entry)
     seed = json.loads((HERE / SEED).read_text("utf-8"))
     problems = validate(seed)
     if problems:
@@ -138,7 +137,7 @@ def thread_exists(db: Path, thread_id: str) -> bool:
 
 
 def metadata(seed: dict[str, Any]) -> dict[str, Any]:
-    # Config metadata is copied into every checkpoint's metadata (spec §6, §8).
+    # Config metadata is copied into every checkpoint's metadata.
     meta: dict[str, Any] = {
         "agent_name": seed.get("agent_name") or "agent",
         "cwd": seed["cwd"],
@@ -150,7 +149,52 @@ def metadata(seed: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def install(db: Path, seed: dict[str, Any]) -> None:
+def pinned(home: Path, undo: Undo) -> tuple[int, str]:
+    """The database's folder, opened (made) from ``home`` without following a symlink,
+    and the path to open the database by: through that open folder (``/proc/self/fd``)
+    where the system has it, so a folder swapped for a symlink later is not followed."""
+    parts = DB_REL.parts
+    fd = open_folder(home, parts[:-1], None, undo)
+    try:
+        if stat.S_ISLNK(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+            raise UnsafeHome(f"{home / DB_REL}: a symlink")
+    except FileNotFoundError:
+        pass
+    except BaseException:
+        os.close(fd)
+        raise
+    through = f"/proc/self/fd/{fd}"
+    name = os.path.join(through, parts[-1]) if os.path.isdir(through) else str(home / DB_REL)
+    return fd, name
+
+
+def install(db: Path, seed: dict[str, Any], home: Path | None = None) -> None:
+    if home is not None:
+        undo = Undo(home)
+        try:
+            fd, name = pinned(home, undo)
+        except UnsafeHome as exc:
+            fail(1, f"refusing to write under {home}: {exc}; nothing was installed")
+        except OSError as exc:
+            undo.rollback()
+            fail(1, f"cannot write {db}: {exc.strerror or exc}; nothing was installed")
+        existed = os.path.exists(name)
+        try:
+            install(Path(name), seed)
+        except (OSError, sqlite3.Error) as exc:
+            if not existed:  # the database is ours: it goes, as the folders made for it
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(DB_REL.name + suffix, dir_fd=fd)
+            undo.rollback()
+            fail(1, f"cannot write {db}: {getattr(exc, 'strerror', None) or exc}; nothing "
+                 "was installed")  # fmt: skip
+        except BaseException:
+            undo.rollback()
+            raise
+        finally:
+            os.close(fd)
+        return
     try:
         import typing
 
@@ -179,7 +223,6 @@ def install(db: Path, seed: dict[str, Any]) -> None:
     # deepagents' own declaration of the channel: DeltaChannel(..., snapshot_frequency=50).
     channel = typing.get_type_hints(DeepAgentState, include_extras=True)["messages"]
     state = typing.cast(Any, TypedDict)("State", {"messages": channel})
-    db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(db), check_same_thread=False, timeout=30)
     try:
         saver = SqliteSaver(conn)
@@ -226,7 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         again = [python, str(Path(__file__).resolve()), "--home", str(args.home)]
         return subprocess.call(again)
-    install(db, seed)
+    home = args.home.expanduser().resolve()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(1, f"cannot make {home}: {exc.strerror or exc}")
+    install(db, seed, home)
     if not thread_exists(db, tid):
         fail(1, f"thread {tid} is not in {db} after writing")
     print(f"wrote thread {tid} ({n} messages, cwd {seed['cwd']}) into {db}")

@@ -351,7 +351,7 @@ def _read_checkpoints(t: _Thread) -> _Line:
             "branch": facts.newest.get("git_branch"),
             "acp_model": facts.newest.get("acp_model"),
             "model_spec": model_spec,
-            # dcode's listing: created = MIN(updated_at), updated = MAX(updated_at) (spec §6).
+            # dcode's listing: created = MIN(updated_at), updated = MAX(updated_at).
             "created_at": facts.first if facts.first is not None else times[0],
             "updated_at": facts.last if facts.last is not None else times[-1],
         },
@@ -369,7 +369,7 @@ def _read_writes(t: _Thread, line: _Line) -> dict[int, list[_Occ]]:
     group: list[tuple[tuple[str, str, int], list[_Occ]]] = []
     group_at = -1
     with t.b.artifact_writer(WRITES_ART, _NDJSON) as out:
-        for number, w in enumerate(native.write_rows(t.conn, t.tid), start=1):
+        for number, w in enumerate(native.write_rows(t.conn, t.tid, t.budget.db), start=1):
             t.budget.take(len(w.value))
             out.write(_write_line(w))
             where = f"{WRITES_ART}:{number}"

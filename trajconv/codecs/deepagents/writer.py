@@ -5,8 +5,8 @@ readout instead of ``home/`` (docs/design.md §6); its ``prepare.py``
 (``prepare_thread.py`` here) writes the thread with the real ``langgraph`` /
 ``deepagents`` packages in the layout a real run makes (an input checkpoint
 and a ``messages`` write), which ``dcode threads list`` counts right before and
-after a continued turn (``codecs/deepagents/README.md`` §9 and its caution;
-``native-loaders.md`` seeding experiments D/E).
+after a continued turn (``codecs/deepagents/README.md`` and its caution;
+the codec README seeding experiments D/E).
 
 Lowering: user -> ``HumanMessage``; a run of reasoning / assistant / tool-call
 records -> one ``AIMessage`` (text and LangChain ``reasoning`` content blocks,
@@ -35,6 +35,7 @@ from trajconv.codecs.base import (
     name_joined_models,
     name_status_not_sent,
 )
+from trajconv.codecs.common import work_folder
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -252,9 +253,7 @@ def plan(
     them as thoughts); ``"drop"`` leaves it out (some providers reject such blocks)."""
     diags = Diagnostics()
     drop = check_continuable(snapshot, "deepagents", allow_lossy=allow_lossy)
-    workdir = cwd or snapshot.session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write deepagents: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, "deepagents", cwd)
     if reasoning not in ("keep", "drop"):
         raise RefusedError(f"reasoning must be 'keep' or 'drop', not {reasoning!r}")
     tid = thread_id(snapshot, diags)

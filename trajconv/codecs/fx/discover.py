@@ -1,6 +1,6 @@
 """List fx sessions cheaply: each folder's ``session.json`` top level (and ``display.json``).
 
-Mirrors fx's listing (``codecs/fx/README.md`` §5.3): folders under ``sessions/`` with valid ids
+Mirrors fx's listing (``codecs/fx/README.md``): folders under ``sessions/`` with valid ids
 only, the reserved ``v2`` store and caches skipped, unreadable sessions left out, subagent
 children hidden.
 """

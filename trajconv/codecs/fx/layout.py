@@ -1,6 +1,6 @@
 """Where fx (vercel-labs/fx) keeps sessions: ``$HOME/.fx/sessions/<session-id>/``.
 
-Facts from ``codecs/fx/README.md`` §1 and §5.3 (upstream ``session_layout.zig`` /
+Facts from ``codecs/fx/README.md`` (upstream ``session_layout.zig`` /
 ``session_store_paths.zig``, the Rust port's ``fx_sessions.rs``): a session id is 1-255 bytes of
 ``[A-Za-z0-9._-]``, not ``.`` or ``..``, and equals the folder name; fx mints
 ``<unix-ms>-<unix-ns>-<16 lowercase hex>``. ``sessions/`` also holds caches and pointers
@@ -26,9 +26,9 @@ AUTHORITY = "authority.json"
 RECOVERY = "recovery.json"
 
 _ID = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
-#: the shape fx itself mints (§1)
+#: the shape fx itself mints
 NATIVE_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,30}-[0-9a-f]{16}$")
-#: a tool-result or diff handle (§4): 1-160 bytes of [A-Za-z0-9._-], no ".."
+#: a tool-result or diff handle: 1-160 bytes of [A-Za-z0-9._-], no ".."
 _HANDLE = re.compile(r"^[A-Za-z0-9._-]{1,160}$")
 #: entries of ``sessions/`` that are never sessions
 NOT_SESSIONS = frozenset({"latest", "list.json", "summary.json", ".resume-catalog"})

@@ -1,6 +1,6 @@
 """fx's own session vocabulary: schema versions, event kinds, enums and naming rules.
 
-Sources: ``codecs/fx/README.md`` §2-§5 (upstream vercel-labs/fx ``session_event.zig``,
+Sources: ``codecs/fx/README.md`` (upstream vercel-labs/fx ``session_event.zig``,
 ``session_json.zig``, ``session_codec.zig``, ``types.zig``; the Rust port binbandit/oh-fx
 ``session_event.rs`` / ``result_store.rs``), checked against fx 0.0.5 built from source for the
 legacy and ``event_log_v1`` layouts.
@@ -14,15 +14,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: top-level ``session.json`` schema versions (§0)
+#: top-level ``session.json`` schema versions
 LEGACY_SCHEMAS = (1, 2)
 EVENT_LOG_SCHEMA = 3
 CURRENT_SCHEMA = 4
-#: conversation-frame envelope versions a schema-4 reader accepts; writers emit 3 (§3)
+#: conversation-frame envelope versions a schema-4 reader accepts; writers emit 3
 FRAME_SCHEMAS = (1, 2, 3)
 FRAME_SCHEMA = 3
 
-# schema-4 conversation frame kinds (§3.1)
+# schema-4 conversation frame kinds
 USER = "user"
 ASSISTANT = "assistant"
 TOOL_CALL = "tool_call"
@@ -43,11 +43,11 @@ FRAME_KINDS = frozenset(
         CONTEXT_CHECKPOINT,
     }
 )
-#: kinds only valid inside an open turn (§3.2 rule 1)
+#: kinds only valid inside an open turn
 IN_TURN = frozenset({ASSISTANT, TOOL_CALL, TOOL_RESULT, STEERING})
 CLOSING = frozenset({TURN_COMPLETED, INTERRUPTED})
 
-# schema-3 semantic frame kinds (§5.2)
+# schema-3 semantic frame kinds
 SESSION_STARTED = "session_started"
 PREFERENCES_CHANGED = "preferences_changed"
 WORKSPACE_REBOUND = "workspace_rebound"
@@ -69,7 +69,7 @@ V3_LIFECYCLE = frozenset(
     }
 )
 
-# legacy / schema-3 history turn kinds (§5.1)
+# legacy / schema-3 history turn kinds
 TURN_ASSISTANT = "assistant"
 TURN_COMPACTED = "compacted_summary"
 TURN_BACKGROUND = "background_command"
@@ -80,7 +80,7 @@ INTERRUPT_REASONS = ("cancelled", "failed")
 #: the Snapshot text of the system record that stands for an interruption
 INTERRUPT_PREFIX = "interrupted: "
 
-# schema-4 ``session.json`` writer field order (§2)
+# schema-4 ``session.json`` writer field order
 META_FIELDS = (
     "schema_version",
     "id",
@@ -96,7 +96,7 @@ META_FIELDS = (
     "title",
     "subagent_child",
 )
-#: fx's documented defaults for fields a writer must fill (§2)
+#: fx's documented defaults for fields a writer must fill
 DEFAULT_LANGUAGE = "und"
 DEFAULT_PROVIDER = "gateway"
 DEFAULT_EFFORT = "auto"
@@ -111,7 +111,7 @@ _TOOL_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def result_ref(tool_name: str, call_id: str, output: bytes) -> str:
-    """Native tool-result body name (§4): ``result-<tool>-<A>-<B>.txt``.
+    """Native tool-result body name: ``result-<tool>-<A>-<B>.txt``.
 
     ``<tool>``: bytes outside ``[A-Za-z0-9_-]`` become ``-``, cut to 48 bytes, ``call`` if empty;
     ``<A>``/``<B>``: hex of the first 8 bytes of SHA-256 of the call id / the output bytes.
@@ -124,7 +124,7 @@ def result_ref(tool_name: str, call_id: str, output: bytes) -> str:
 
 
 def preview(output: bytes) -> str:
-    """At most 4096 bytes of the output, cut on a UTF-8 boundary (§3.1 ``preview``)."""
+    """At most 4096 bytes of the output, cut on a UTF-8 boundary (the codec README ``preview``)."""
     return output[:PREVIEW_MAX].decode("utf-8", "ignore")
 
 
@@ -148,7 +148,7 @@ def durable_text(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class FxFrame:
-    """One schema-4 conversation frame (§3): envelope plus its single event."""
+    """One schema-4 conversation frame: envelope plus its single event."""
 
     line: int
     seq: int
@@ -159,7 +159,7 @@ class FxFrame:
 
 @dataclass(frozen=True)
 class FxEventV3:
-    """One schema-3 ``event_log_v1`` frame (§5.2)."""
+    """One schema-3 ``event_log_v1`` frame."""
 
     line: int
     seq: int

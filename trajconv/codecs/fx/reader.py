@@ -2,17 +2,17 @@
 
 Format facts: ``codecs/fx/README.md`` (upstream vercel-labs/fx; legacy and ``event_log_v1``
 behaviour checked against fx 0.0.5 built from source). ``session.json``'s top-level
-``schema_version`` picks the layout (§0):
+``schema_version`` picks the layout:
 
-* 1, 2 - monolithic: the whole history inside ``session.json`` (§5.1);
+* 1, 2 - monolithic: the whole history inside ``session.json``;
 * 3 - ``event_log_v1``: semantic frames in ``events.jsonl``, committed up to the
-  ``commit.<generation>.json`` watermark; bytes past it are a crashed append (§5.2). History
+  ``commit.<generation>.json`` watermark; bytes past it are a crashed append. History
   comes from ``history_turn_committed`` frames and committed state replacements (migration,
   compaction), never from the manifest, which is only a projection;
-* 4 - conversation frames in ``events.jsonl`` with tool outputs in ``tool-results/`` (§2-§4).
+* 4 - conversation frames in ``events.jsonl`` with tool outputs in ``tool-results/``.
   A tool result whose body is missing or whose size differs from ``stored_bytes`` is a
   FormatError; the preview is never used instead. A torn last line and an unfinished trailing
-  turn are the crash tail fx itself drops (§3.2 rule 6): counted, not projected.
+  turn are the crash tail fx itself drops: counted, not projected.
 
 Record ids: schema 4 ``fx:<seq>`` (frame seq == line number, checked); schema 3
 ``fx:<seq>/<place>``; legacy ``fx:h<index>/<place>``. Native units: schema 4 counts each line
@@ -263,8 +263,19 @@ class _Place:
     path: str
 
 
+def _objects(step: Obj, key: str, at: _Place, sub: str) -> Iterator[tuple[int, Obj]]:
+    """The items of the list ``step[key]`` (none when absent), each an object, else a
+    FormatError naming the item's JSON path."""
+    for k, item in enumerate(step.get(key) or []):
+        if not isinstance(item, dict):
+            raise FormatError(
+                at.artifact, f"{at.path}{sub}.{key}[{k}] is not an object", line=at.line
+            )
+        yield k, item
+
+
 class _TurnLifter:
-    """Lifts legacy / schema-3 history turns (§5.1) into records; one unit per turn item."""
+    """Lifts legacy / schema-3 history turns into records; one unit per turn item."""
 
     def __init__(self, b: SnapshotBuilder) -> None:
         self.b = b
@@ -390,22 +401,10 @@ class _TurnLifter:
                 )
             elif text == "":
                 self.d.add("empty-content", self._sample(at, f"{sub}.assistant"), name="assistant")
-            for k, call in enumerate(step.get("tool_calls") or []):
-                if not isinstance(call, dict):
-                    raise FormatError(
-                        at.artifact,
-                        f"{at.path}{sub}.tool_calls[{k}] is not an object",
-                        line=at.line,
-                    )
+            for k, call in _objects(step, "tool_calls", at, sub):
                 rid = self._call(call, at, f"{sub}.tool_calls[{k}]", f"{at.prefix}s{j}/call{k}")
                 calls.append((str(native.durable_text(call.get("id"))), rid))
-            for k, res in enumerate(step.get("tool_results") or []):
-                if not isinstance(res, dict):
-                    raise FormatError(
-                        at.artifact,
-                        f"{at.path}{sub}.tool_results[{k}] is not an object",
-                        line=at.line,
-                    )
+            for k, res in _objects(step, "tool_results", at, sub):
                 answered.add(
                     self._result(res, at, f"{sub}.tool_results[{k}]", f"{at.prefix}s{j}/result{k}")
                 )
@@ -574,7 +573,7 @@ def _read_v3(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
             f"the log does not end at the watermark ({mark['_name']}: seq {mark['through_seq']})",
         )
     if tail:
-        # an append that crashed before its watermark: not committed, fx ignores it (§5.2)
+        # an append that crashed before its watermark: not committed, fx ignores it
         first = count_units(committed) + 1
         d.add("crash-tail", f"{layout.EVENTS}:{first}", count_units(tail), name="uncommitted")
     lifter = _TurnLifter(b)
@@ -710,7 +709,7 @@ def _v4_frames(
                 line=number,
             )
         if _int(obj.get("seq")) != number:
-            # no blank lines are allowed, so seq equals the line number (§3)
+            # no blank lines are allowed, so seq equals the line number
             raise FormatError(
                 layout.EVENTS,
                 f"seq {obj.get('seq')!r} is not contiguous (expected {number})",
@@ -763,14 +762,7 @@ class _FrameLifter:
                 self._close(place)
             self._turn += 1
             self.open = True
-            self.b.add_text(
-                "user",
-                f"fx:{f.seq}",
-                self._text(body, f),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("user", f, self._text(body, f), time)
             images = body.get("images")
             if isinstance(images, list) and images:
                 self.d.add("non-text-content", place, len(images), name="image")
@@ -798,19 +790,20 @@ class _FrameLifter:
                 if body.get("reason") in native.INTERRUPT_REASONS
                 else ("cancelled")
             )
-            self.b.add_text(
-                "system",
-                f"fx:{f.seq}",
-                native.INTERRUPT_PREFIX + str(reason),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("system", f, native.INTERRUPT_PREFIX + str(reason), time)
             self._close(place)
         elif f.kind == native.CONTEXT_CHECKPOINT:
             self.d.add("compaction-state", place, name=f.kind)
         else:
             self.d.add("unknown-kind", place, name=f.kind)
+
+    def _add(
+        self, kind: str, f: native.FxFrame, text: str, time: str | None, model: str | None = None
+    ) -> None:
+        """A ``kind`` record of ``text``: frame ``f``'s unit, in the current turn."""
+        self.b.add_text(
+            kind, f"fx:{f.seq}", text, time=time, turn=self.turn, evidence=self._ev(f), model=model
+        )
 
     def _text(self, body: Obj, f: native.FxFrame) -> str:
         text = body.get("text")
@@ -818,32 +811,17 @@ class _FrameLifter:
             raise FormatError(layout.EVENTS, f"{f.kind} without text", line=f.line)
         return text
 
-    def _in_turn(self, f: native.FxFrame, time: str, place: str) -> None:
+    def _in_turn(self, f: native.FxFrame, time: str | None, place: str) -> None:
         body = f.body
         if f.kind == native.STEERING:
-            self.b.add_text(
-                "user",
-                f"fx:{f.seq}",
-                self._text(body, f),
-                time=time,
-                turn=self.turn,
-                evidence=self._ev(f),
-            )
+            self._add("user", f, self._text(body, f), time)
         elif f.kind == native.ASSISTANT:
             text = self._text(body, f)
             replay = body.get("provider_replay")
             source = replay.get("source") if isinstance(replay, dict) else None
             model = _str(source.get("model")) if isinstance(source, dict) else None
             if text:
-                self.b.add_text(
-                    "assistant",
-                    f"fx:{f.seq}",
-                    text,
-                    time=time,
-                    turn=self.turn,
-                    evidence=self._ev(f),
-                    model=model,
-                )
+                self._add("assistant", f, text, time, model=model)
             else:
                 self.d.add("empty-content", place, name=f.kind)
         elif f.kind == native.TOOL_CALL:
@@ -890,7 +868,7 @@ class _FrameLifter:
             )
         return data
 
-    def _result(self, f: native.FxFrame, time: str, place: str) -> None:
+    def _result(self, f: native.FxFrame, time: str | None, place: str) -> None:
         body = f.body
         data = self._body(f)
         call_id = body.get("call_id")
@@ -935,7 +913,7 @@ def _read_v4(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
             lifter.frame(f)
             limits.check("max_records", b.record_count, layout.EVENTS, f.line)
 
-    # An unfinished trailing turn is the crash tail fx drops (§3.2 rule 6), so a turn's frames
+    # An unfinished trailing turn is the crash tail fx drops, so a turn's frames
     # wait until it closes (or the next user message shows it was not the last).
     turn: list[native.FxFrame] = []
     for f in _v4_frames(log, b.diagnostics, limits, files.events_utf8):
@@ -950,7 +928,7 @@ def _read_v4(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
         else:
             lift([f])
     if layout.RECOVERY in files:
-        lift(turn)  # a recovery checkpoint keeps the unfinished turn (§3.2 rule 6)
+        lift(turn)  # a recovery checkpoint keeps the unfinished turn
         turn = []
     lifter._close(layout.EVENTS)
     for f in turn:

@@ -1,4 +1,4 @@
-"""A large schema 1/2 ``session.json`` read as a stream (fx.md §5.1).
+"""A large schema 1/2 ``session.json`` read as a stream (the codec README).
 
 Legacy fx kept the whole history inside ``session.json``, one JSON document that grows
 with the session; parsed whole it costs several times its size in memory. A document

@@ -1,10 +1,10 @@
 """fx writer: Snapshot -> ``home/.fx/sessions/<id>/`` (legacy schema 1 by default, or schema 4).
 
 Format facts: ``codecs/fx/README.md``. The default target is the legacy monolithic
-``session.json`` (schema 1, §5.1), which every fx release reads and migrates on its first
+``session.json`` (schema 1), which every fx release reads and migrates on its first
 writable open; its key order and execution v2 results follow fx 0.0.5's own legacy writer, and
 fx 0.0.5 lists and shows such a file offline. ``schema=4`` (``--fx-schema 4``) writes the
-current layout (§2-§4):
+current layout:
 flat metadata, conversation frames v3 in writer field order with explicit ``null``s, and one
 ``tool-results/result-<tool>-<A>-<B>.txt`` body per result whose size is ``stored_bytes``.
 
@@ -51,7 +51,7 @@ from trajconv.snapshot.spool import Blob, Spool
 
 Obj = dict[str, Any]
 
-# compact, insertion order, UTF-8 kept: the canonical form of Zig's std.json (§3). Built once:
+# compact, insertion order, UTF-8 kept: the canonical form of Zig's std.json. Built once:
 # json.dumps with options builds an encoder per call.
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
@@ -68,7 +68,8 @@ def _dumps(value: Any) -> bytes:
 
 
 def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
-    """The Snapshot's id when fx accepts it; else one minted from the Snapshot id (§1 shape)."""
+    """The Snapshot's id when fx accepts it; else one minted from the Snapshot id, in the shape
+    fx mints."""
     sid = snapshot.session.id
     safe_component(sid, "session id")  # a hostile id is refused, never silently replaced
     if layout.is_session_id(sid):
@@ -166,7 +167,7 @@ class _Lowering:
             yield cur
 
     def _pair(self, turn: _Turn, last: bool) -> None:
-        """Calls and results pair inside a turn (§3.2 rules 2-4); an interrupted turn may keep
+        """Calls and results pair inside a turn (the codec README); an interrupted turn may keep
         its in-flight calls, any other unanswered call or unmatched result is refused or left
         out, and so is the end of an unfinished ``last`` turn."""
         calls: dict[str, ToolCallRecord] = {}
@@ -231,7 +232,7 @@ class _Clock:
 
 
 def _arguments(rec: ToolCallRecord) -> tuple[str, str]:
-    """``arguments_json`` text and its ``argument_integrity`` (§3.1)."""
+    """``arguments_json`` text and its ``argument_integrity``."""
     args = rec.call.arguments
     if isinstance(args, dict) and set(args) == {"_raw"} and isinstance(args["_raw"], str):
         return (args["_raw"] or "{}"), "malformed_json"
@@ -365,7 +366,7 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list
         for step in reversed(steps):
             open_calls = [c for c in step.calls if c.call.id not in answered]
             if open_calls:
-                # the legacy interrupted turn holds one in-flight call (§5.1)
+                # the legacy interrupted turn holds one in-flight call
                 in_flight = open_calls[-1]
                 extra.extend(c.id for c in open_calls[:-1])
                 step.calls = [c for c in step.calls if c.call.id in answered]
@@ -477,7 +478,7 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
                 {
                     "text": rec.text,
                     "provider_replay": None,
-                    # a text-only step that the model followed with another step (§3.3)
+                    # a text-only step that the model followed with another step
                     "standalone_response": isinstance(nxt, AssistantRecord),
                 },
             )
@@ -621,7 +622,7 @@ def plan(
         diags.add("timestamps-synthesized", "created_at_ms")
     if session.updated_at is None:
         diags.add("timestamps-synthesized", "updated_at_ms")
-    # fx keeps no git branch, and its sessions name no parent session (fx.md §4)
+    # fx keeps no git branch, and its sessions name no parent session (the codec README)
     if session.branch:
         diags.add("untranslated-branch", "session.json")
     if session.parent_session_id:

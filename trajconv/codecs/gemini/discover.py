@@ -72,7 +72,11 @@ def discover(home: Path) -> list[SessionRef]:
                 title=ref.title,
                 cwd=ref.cwd,
                 created_at=ref.created_at,
-                updated_at=_iso(_tail_set(path).get("lastUpdated")) or ref.updated_at,
+                # the CLI goes on writing to the file it resumed, often the older one
+                updated_at=max(
+                    (t for t in (_iso(_tail_set(path).get("lastUpdated")), ref.updated_at) if t),
+                    default=None,
+                ),
                 size=(ref.size or 0) + size,
             )
             continue

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -33,22 +32,17 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from trajconv.codecs.prepare_safe import (  # prepare: inline
+    Undo,
+    check_file,
+    exists_in,
+    fail,
+    file_chunks,
+    open_folder,
+    write_file,
+)
+
 HERE = Path(__file__).resolve().parent
-
-
-def fail(code: int, message: str) -> None:
-    print(f"prepare: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def digest(path: Path) -> tuple[str, int]:
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
 
 
 def owner(folder: Path) -> str | None:
@@ -67,6 +61,10 @@ def project_folder(gemini: Path, cwd: str, slug: str) -> str:
     if not isinstance(projects, dict):
         projects = {}
     named = projects.get(cwd)
+    if isinstance(named, str) and not plain_name(named):
+        # the home's own file is not trusted to say where to write (issue 34: an absolute
+        # path or ../../.. sent the install outside --home)
+        fail(1, f"refusing: {gemini / 'projects.json'} maps {cwd} to {named!r}, not a folder name")
     if isinstance(named, str) and owner(gemini / "tmp" / named) in (None, cwd):
         return named
     tmp = gemini / "tmp"
@@ -82,6 +80,11 @@ def project_folder(gemini: Path, cwd: str, slug: str) -> str:
         found = owner(tmp / candidate)
         if candidate not in taken and found in (None, cwd):
             return candidate
+
+
+def plain_name(name: str) -> bool:
+    """One folder name: no separator, not ``.`` or ``..``, no NUL."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\0")
 
 
 #: the CLI's retention units (``parseRetentionPeriod``)
@@ -144,12 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     files = [f for f in manifest["files"] if f["path"].startswith("home/")]
     marker = session = None
     for entry in files:
-        src = HERE / entry["path"]
-        if not src.is_file():
-            fail(1, f"missing file {entry['path']}")
-        sha, size = digest(src)
-        if sha != entry["sha256"] or size != entry["size"]:
-            fail(1, f"{entry['path']}: sha256/size do not match the manifest")
+        check_file(HERE, entry)
         parts = Path(entry["path"]).parts
         if parts[:3] != ("home", ".gemini", "tmp") or ".." in parts:
             fail(1, f"unexpected path {entry['path']!r} in a Gemini CLI export")
@@ -163,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     cwd = (HERE / marker["path"]).read_text("utf-8")
     slug = Path(marker["path"]).parts[3]
     folder = project_folder(gemini, cwd, slug)
+    if not plain_name(folder):
+        fail(1, f"refusing: project folder {folder!r} is not a folder name")
     name = Path(session["path"]).name
     chats = gemini / "tmp" / folder / "chats"
     for path in (gemini / "tmp" / folder, chats):
@@ -196,19 +196,21 @@ def main(argv: list[str] | None = None) -> int:
     for _src, dst, mode in plan:
         print(f"{'would install' if args.dry_run else 'install'} {dst} ({oct(mode)})")
     if not args.dry_run:
-        for src, dst, mode in plan:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(f".{dst.name}.prepare-tmp")
-            with src.open("rb") as fin, open(tmp, "xb") as fout:
-                for chunk in iter(lambda: fin.read(1 << 20), b""):
-                    fout.write(chunk)
-                if dst == target:
-                    fout.write(touch)
-            os.chmod(tmp, mode)
-            if dst.exists():
-                tmp.unlink()
-                fail(3, f"refusing to replace existing file {dst}")
-            os.replace(tmp, dst)
+        undo = Undo(home)
+        with undo.guard(refuse_existing=True):
+            home.mkdir(parents=True, exist_ok=True)
+            for src, dst, mode in plan:
+                undo.where = dst
+                parts = dst.relative_to(home).parts
+                fd = open_folder(home, parts[:-1], None, undo)
+                try:
+                    if exists_in(fd, parts[-1]):
+                        raise FileExistsError(parts[-1])
+                    tail = touch if dst == target else b""
+                    write_file(fd, parts[-1], file_chunks(src, tail=tail), mode, undo, parts,
+                               replace=False)  # fmt: skip
+                finally:
+                    os.close(fd)
     if max_age is not None:
         print(WARNING.replace("SETTINGS", str(gemini / "settings.json")), file=sys.stderr)
     resume = manifest["resume"]["argv"]

@@ -26,7 +26,14 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.gemini import layout
-from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code, parts_of, result_of
+from trajconv.codecs.genai import (
+    SHELL,
+    SNAPSHOT,
+    add_function_call,
+    exit_code,
+    parts_of,
+    result_of,
+)
 from trajconv.codecs.jsonl import iter_file_objects
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
@@ -72,11 +79,30 @@ class _State:
     fate: dict[tuple[int, int], str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     started: str | None = None
+    #: whether each message, as last defined, is one the CLI counts as conversation
+    resumable: dict[str, bool] = field(default_factory=dict)
 
-    def define(self, mid: str, place: Place) -> None:
+    def define(self, mid: str, place: Place, msg: dict[str, Any]) -> None:
         if mid not in self.final:
             self.order.append(mid)
         self.final[mid] = place
+        self.resumable[mid] = resumable(msg)
+
+    @property
+    def has_conversation(self) -> bool:
+        """``hasResumableContent``: a live message the CLI would resume (README "Sessions
+        resumed in a later minute")."""
+        return any(self.resumable.get(mid, False) for mid in self.order)
+
+    @property
+    def last_updated(self) -> str:
+        """``lastUpdated || startTime`` as the CLI takes it to rank a session's files, as a
+        comparable time ("" when neither is there)."""
+        for key in ("lastUpdated", "startTime"):
+            value = self.meta.get(key)
+            if isinstance(value, str) and (stamp := time_from_iso(value)):
+                return stamp
+        return ""
 
     def drop_from(self, index: int, rewind: bool = False) -> None:
         for mid in self.order[index:]:
@@ -84,6 +110,41 @@ class _State:
             if rewind and place[2] < 0:
                 self.fate[place[:2]] = "rewound"
         del self.order[index:]
+
+
+def _as_text(content: Any) -> str:
+    """``partListUnionToString(content)`` as far as :func:`resumable` needs it: text parts
+    as they are, any other part as a non-empty placeholder (the CLI's verbose form, e.g.
+    ``[Function Response: name]``)."""
+    return "".join(
+        str(p["text"]) if isinstance(p, dict) and isinstance(p.get("text"), str) else "[part]"
+        for p in parts_of(content)
+    )
+
+
+def resumable(msg: dict[str, Any]) -> bool:
+    """``isResumableMessageRecord``: a user message that is not empty, a command or the
+    CLI's own context, or a model message with text, tool calls or thoughts."""
+    text = _as_text(msg.get("content")).strip()
+    if msg.get("type") == "user":
+        return bool(text) and not text.startswith((*_COMMAND, *_CONTEXT[:2]))
+    if msg.get("type") == "gemini":
+        return bool(text) or bool(msg.get("toolCalls")) or bool(msg.get("thoughts"))
+    return False
+
+
+def resumed_file(states: list[_State]) -> int:
+    """Which of a session's files the CLI resumes: ``getSessionFiles`` keeps, of the files
+    with conversation (``hasResumableContent``), the one with the latest ``lastUpdated``
+    (the first in name order on a tie) and ``loadConversationRecord`` reads it alone."""
+    candidates = [i for i, st in enumerate(states) if st.has_conversation] or list(
+        range(len(states))
+    )
+    best = candidates[0]
+    for i in candidates[1:]:
+        if states[i].last_updated > states[best].last_updated:
+            best = i
+    return best
 
 
 def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
@@ -97,7 +158,7 @@ def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
                 idx = st.order.index(target) if target in st.final else 0
                 st.drop_from(idx, rewind=True)
             elif kind == "message":
-                st.define(obj["id"], (fi, number, -1))
+                st.define(obj["id"], (fi, number, -1), obj)
             elif kind == "set":
                 values = obj["$set"]
                 st.meta.update({k: v for k, v in values.items() if k != "messages"})
@@ -105,7 +166,7 @@ def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
                     st.drop_from(0)
                     for i, msg in enumerate(values["messages"]):
                         if isinstance(msg, dict) and isinstance(msg.get("id"), str):
-                            st.define(msg["id"], (fi, number, i))
+                            st.define(msg["id"], (fi, number, i), msg)
             elif kind == "metadata":
                 st.meta.update({k: v for k, v in obj.items() if k != "messages"})
                 if st.started is None and isinstance(obj.get("startTime"), str):
@@ -114,7 +175,7 @@ def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
                     st.drop_from(0)
                     for i, msg in enumerate(obj["messages"]):
                         if isinstance(msg, dict) and isinstance(msg.get("id"), str):
-                            st.define(msg["id"], (fi, number, i))
+                            st.define(msg["id"], (fi, number, i), msg)
     return st
 
 
@@ -276,17 +337,9 @@ class _Projector:
             call_id = f"{rid}:call:{len(self.calls)}"
             self.d.add("ids-not-unique", f"{art}:{line}")
         ev = self._ev(art, line, si, "gemini/functionCall", call_id)
-        args = fc.get("args") if fc.get("args") is not None else {}
-        self.b.add_call(
-            f"{rid}:call:{call_id}",
-            call_id,
-            str(fc.get("name") or ""),
-            args,
-            time=time,
-            turn=self.turn,
-            evidence=ev,
+        self.calls[call_id] = add_function_call(
+            self.b, fc, rid, call_id, time=time, turn=self.turn, evidence=ev
         )
-        self.calls[call_id] = f"{rid}:call:{call_id}"
 
     def response(
         self,
@@ -333,6 +386,10 @@ class _Projector:
                 self.d.add("pending-tool-call", rid)
 
 
+def _stamp(value: str) -> str:
+    return time_from_iso(value) or value
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
@@ -365,14 +422,23 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         limits.check("max_session_bytes", total, f)
         assert blob.whole_file is not None
         copies.append(blob.whole_file)
-    st = _pass1(copies, names, limits)
+    # One file per resume minute; the CLI resumes one of them, whole (README "Sessions
+    # resumed in a later minute"): the others' lines are kept in artifacts and counted.
+    states = [_pass1([c], [n], limits) for c, n in zip(copies, names, strict=True)]
+    chosen = resumed_file(states)
+    st = states[chosen]
+    for fi, copy in enumerate(copies):
+        if fi != chosen:
+            for number, _obj in _objects(copy, names[fi], b.diagnostics, limits):
+                b.diagnostics.add("not-resumed-file", f"{names[fi]}:{number}")
     meta = st.meta
+    started = min((s.started for s in states if s.started), default=None, key=_stamp)
     b.session = Session(
         id=sid,
         parent_session_id=parent,
         title=_str(meta.get("summary")),
         cwd=layout.project_cwd(project),
-        created_at=time_from_iso(st.started) if st.started else None,
+        created_at=time_from_iso(started) if started else None,
         updated_at=time_from_iso(meta["lastUpdated"])
         if isinstance(meta.get("lastUpdated"), str)
         else None,
@@ -395,8 +461,8 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             if b.record_count > max_records:
                 raise LimitError(files[0], "max_records", max_records, line=line)
 
-    for fi, copy in enumerate(copies):
-        art = names[fi]
+    for copy, art in ((copies[chosen], names[chosen]),):
+        fi = 0  # the places of the chosen file's own pass
         for number, obj in _objects(copy, art, b.diagnostics, limits):
             kind = kind_of(obj)
             place = f"{art}:{number}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, BinaryIO
@@ -31,13 +31,14 @@ from trajconv.codecs.base import (
     dropped_code,
     name_joined_models,
 )
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.gemini import layout
+from trajconv.codecs.gemini.reader import resumable
 from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Record, Snapshot, ToolResult
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
 _THOUGHT = re.compile(r"^\*\*(.+?)\*\*\s?(.*)$", re.DOTALL)
@@ -119,9 +120,13 @@ class _Messages:
         self.count += 1
         self.calls = {}
 
-    def user(self, seq: int, text: str, time: str) -> None:
+    def user(self, seq: int, text: str, time: str, rid: str | None = None) -> None:
+        """A user message; ``rid``, a user record's, is named when the CLI would take the text
+        for a command (``/``, ``?``) or its own context, which it never sends on."""
         self.close()
         msg = {"id": self.mid(seq), "timestamp": time, "type": "user", "content": [{"text": text}]}
+        if rid is not None and not resumable(msg):
+            self.diags.add("user-read-as-command", rid)
         self.out.write(_line(msg))
         self.count += 1
         self.prompts += 1
@@ -166,10 +171,6 @@ class _Messages:
         return msg
 
 
-def _spooled(path: Any, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
-
-
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
@@ -193,7 +194,7 @@ def plan(
                 diags.add(dropped_code(rec.kind), rec.id)
                 continue
             if rec.kind == "user":
-                msgs.user(rec.seq, rec.text, time)
+                msgs.user(rec.seq, rec.text, time, rec.id)
             elif rec.kind == "system" and rec.text.lstrip().startswith(SNAPSHOT):
                 # a compression summary: the CLI keeps it as a user message the model reads
                 msgs.user(rec.seq, rec.text, time)
@@ -275,7 +276,7 @@ def plan(
         meta["summary"] = session.title
     minute = datetime.fromisoformat(started.replace("Z", "+00:00")).astimezone(UTC)
     name = f"session-{minute.strftime('%Y-%m-%dT%H-%M')}-{sid[:8]}.jsonl"
-    chunks = _spooled(body_path, spool)
+    chunks = spooled(body_path, spool)
 
     def data() -> Iterator[bytes]:
         yield _line(meta)

@@ -1,7 +1,7 @@
 """Where Grok Build keeps sessions (``$GROK_HOME`` or ``~/.grok``).
 
 Facts from the Grok Build source ``xai-grok-config/src/paths.rs`` as summarised
-in ``codecs/grok/README.md`` §1: group folder = the cwd percent-encoded
+in ``codecs/grok/README.md``: group folder = the cwd percent-encoded
 byte by byte keeping RFC 3986 unreserved characters, or, when that is longer
 than 255 bytes, ``<slug>-<16 hex of blake3(cwd)>`` with the cwd in ``.cwd``.
 """

@@ -1,6 +1,6 @@
 """Grok Build's own record vocabulary: envelope methods and ``sessionUpdate`` kinds.
 
-Source: ``codecs/grok/README.md`` §3 (from ``xai-grok-shell`` storage and
+Source: ``codecs/grok/README.md`` (from ``xai-grok-shell`` storage and
 ``extensions/notification.rs`` at grok-build 1.0.6; observed on 1.0.41).
 """
 
@@ -33,7 +33,7 @@ ACP_STATE_KINDS = frozenset(
     }
 )
 
-# xAI extension kinds from notification.rs (§3.5) plus those seen on 1.0.41.
+# xAI extension kinds from notification.rs plus those seen on 1.0.41.
 XAI_KINDS = frozenset(
     {
         "turn_completed",

@@ -17,6 +17,7 @@ on 1.0.41). Rules implemented here:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,15 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
+from trajconv.codecs.common import other_files
 from trajconv.codecs.grok import layout, native
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects, read_bounded
+from trajconv.codecs.jsonl import (
+    Utf8Tally,
+    copy_jsonl,
+    iter_file_objects,
+    project_jsonl,
+    read_bounded,
+)
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -33,7 +41,6 @@ from trajconv.snapshot.models import Session, Snapshot, Source
 
 READER = "grok/1"
 JOURNAL = layout.UPDATES
-SKIP_SUFFIXES = (".lock", ".tmp")
 _CHUNK_ROLES = {native.AGENT_CHUNK: "assistant", native.THOUGHT_CHUNK: "reasoning"}
 
 
@@ -51,7 +58,8 @@ class _Run:
 
 
 class _Turns:
-    """Prompt starts by Grok's §4.2 rule; shared by the rewind pre-pass and the projection."""
+    """Prompt starts by Grok's rule (the codec README); shared by the rewind pre-pass and the
+    projection."""
 
     def __init__(self) -> None:
         self.starts: list[int] = []  # first line of each live prompt
@@ -315,7 +323,7 @@ class _Projector:
             self.d.add("non-text-content", place, name=native.USER_CHUNK)
             return
         if role == "phantom":
-            # Unmarked user chunks after marked prompts are runtime echoes (§4.2).
+            # Unmarked user chunks after marked prompts are runtime echoes.
             self.text("system", "user_message_chunk(unmarked)", number, text, params, obj)
             return
         self.text("user", native.USER_CHUNK, number, text, params, obj)
@@ -434,38 +442,76 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _is_subagent(summary: dict[str, Any]) -> bool:
+    """Whether a child's parent is worth looking for in the other sessions' registries:
+    Grok marks a sub-agent's own session with a ``session_kind`` that starts with
+    ``subagent`` (README "Input contract"); a session whose ``summary.json`` is missing or
+    unreadable says nothing, so its parent is looked for too."""
+    if not summary:
+        return True
+    kind = summary.get("session_kind")
+    return isinstance(kind, str) and kind.startswith("subagent")
+
+
+#: ``sessions/`` root -> child id -> the ``subagents/<child>/meta.json`` naming it, from one
+#: walk of the root. Reading every session of a home looks a parent up for each sub-agent;
+#: a walk of all sessions per child made reading a home quadratic in its sessions.
+_REGISTRY: dict[Path, dict[str, list[Path]]] = {}
+
+
+def _registry_walk(root: Path) -> dict[str, list[Path]]:
+    """Every ``<group>/<session>/subagents/<child>/meta.json`` under ``root``, by child id
+    (no link followed: issue 34, a link may point anywhere)."""
+    found: dict[str, list[Path]] = {}
+    for group in _real_dirs(root):
+        for sdir in _real_dirs(group):
+            subs = sdir / "subagents"
+            if subs.is_symlink() or not subs.is_dir():
+                continue
+            for child in _real_dirs(subs):
+                meta = child / "meta.json"
+                if not meta.is_symlink() and meta.is_file():
+                    found.setdefault(child.name, []).append(meta)
+    for metas in found.values():
+        metas.sort()
+    _REGISTRY[root] = found
+    return found
+
+
+def _real_dirs(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def _parent_from_meta(sdir: Path, sid: str, b: SnapshotBuilder) -> str | None:
-    """A child's parent, from the parent's ``subagents/<id>/meta.json`` (§6)."""
+    """A child's parent, from the parent's ``subagents/<id>/meta.json``. The registries are
+    walked once per root and kept; a child the kept walk does not name, or whose entry no
+    longer reads, walks again, so a sub-agent written since is found."""
     root = sdir.parent.parent
     if root.name != layout.SESSIONS:
         return None
-    for meta_path in sorted(root.glob(f"*/*/subagents/{sid}/meta.json")):
-        try:
-            data = meta_path.read_bytes()
-            meta = orjson.loads(data)
-        except (OSError, orjson.JSONDecodeError):
-            continue
-        if isinstance(meta, dict):
-            parent = _str(meta.get("parent_session_id")) or meta_path.parents[2].name
-            b.add_artifact(f"parent:subagents/{sid}/meta.json", "application/json", data)
-            return parent
+    cached = _REGISTRY.get(root)
+    for fresh in (False, True) if cached is not None else (True,):
+        metas = _registry_walk(root) if fresh or cached is None else cached
+        for meta_path in metas.get(sid, ()):
+            try:
+                data = meta_path.read_bytes()
+                meta = orjson.loads(data)
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(meta, dict):
+                parent = _str(meta.get("parent_session_id")) or meta_path.parents[2].name
+                b.add_artifact(f"parent:subagents/{sid}/meta.json", "application/json", data)
+                return parent
     return None
 
 
 def _sidecars(sdir: Path, b: SnapshotBuilder, limits: Limits, budget: int) -> None:
     """Every other file of the session folder, byte for byte (lock and temp files aside)."""
-    for path in sorted(sdir.rglob("*")):
-        rel = path.relative_to(sdir).as_posix()
-        if (
-            not path.is_file()
-            or path.is_symlink()
-            or rel in (layout.UPDATES, layout.SUMMARY)
-            or path.name.endswith(SKIP_SUFFIXES)
-        ):
-            continue
-        size = path.stat().st_size
-        budget += size
-        limits.check("max_session_bytes", budget, sdir)
+    for path, rel in other_files(sdir, (layout.UPDATES, layout.SUMMARY), limits, budget):
         if rel.endswith(".json"):
             # Small, and its secrets are stripped from the whole bytes.
             data = read_bounded(path, limits.max_session_bytes)
@@ -493,18 +539,14 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     if not journal.is_file():
         raise FormatError(journal, "missing: a Grok session without updates.jsonl has no history")
     utf8 = Utf8Tally()  # the parse below tells whether the journal is UTF-8
-    blob = b.add_artifact_file(
-        layout.UPDATES,
-        "application/x-ndjson",
-        journal,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-        watch=(marker := _MarkerScan()),
+    blob, copy = copy_jsonl(
+        b, layout.UPDATES, journal, limits, utf8, watch=(marker := _MarkerScan())
     )
-    copy = blob.whole_file
-    assert copy is not None  # add_artifact_file writes a file of its own
     _sidecars(sdir, b, limits, blob.size)
+    for meta in sorted((sdir / "subagents").glob("*/meta.json")):
+        # Grok keeps a sub-agent as a session of its own; this reader does not read it
+        # into the parent's Snapshot, so a conversion of the parent does not carry it
+        b.diagnostics.add("subagent-separate", f"subagents/{meta.parent.name}")
 
     info = summary.get("info") if isinstance(summary.get("info"), dict) else {}
     assert isinstance(info, dict)
@@ -516,14 +558,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         branch=_str(summary.get("head_branch")),
         created_at=_iso(summary.get("created_at")),
         updated_at=_iso(summary.get("last_active_at")) or _iso(summary.get("updated_at")),
-        parent_session_id=_str(summary.get("parent_session_id")) or _parent_from_meta(sdir, sid, b),
+        parent_session_id=_str(summary.get("parent_session_id"))
+        or (_parent_from_meta(sdir, sid, b) if _is_subagent(summary) else None),
     )
     proj = _Projector(b, _dead_lines(copy, limits, marker.found), _model_view(sdir, b))
-    max_records = limits.max_records
-    for number, obj in iter_file_objects(copy, JOURNAL, b.diagnostics, limits, utf8):
-        proj.line(number, obj)
-        if b.record_count > max_records:
-            raise LimitError(journal, "max_records", max_records, line=number)
+    project_jsonl(proj.line, copy, JOURNAL, b, limits, utf8, journal)
     proj.finish()
     return b.build()
 

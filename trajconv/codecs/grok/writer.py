@@ -2,28 +2,26 @@
 
 Follows Grok's own import rules (``x.ai/session/import`` in
 ``extensions/session_state.rs``, summarised in ``codecs/grok/README.md``
-§7): the session id is a UUID, folders are 0700, ``updates.jsonl`` lines are
+): the session id is a UUID, folders are 0700, ``updates.jsonl`` lines are
 compact in envelope key order, and ``summary.json`` is written last as the
 commit marker. Unlike an import, the writer also writes ``chat_history.jsonl``:
 Grok's rebuild puts a turn's user message after its tool calls when the turn
-opens with a tool call (``grok-native-loader.md`` §4.4), and it keeps a
+opens with a tool call (the codec README), and it keeps a
 hand-written history as it is. That history is what Grok sends the model when the
 session is continued, so it is written the way Grok writes its own (observed in the
-recorded fixtures and their continuation baseline, although ``grok-build.md`` §3.4 calls
+recorded fixtures and their continuation baseline, although the codec README calls
 thoughts display-only): each prompt inside ``<user_query>``, and a ``reasoning`` item
 before the response it belongs to, which Grok replays as ``reasoning_content``.
 
 Grok has no slot for system text or observations in its journal; those are
 ``untranslated-*``. Times and event ids are written only where the Snapshot has
 them: Grok reads a missing line ``timestamp`` as 0 and tolerates lines without
-``eventId`` (§3.1, §3.2).
+``eventId``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
@@ -35,10 +33,10 @@ from trajconv.codecs.base import (
     name_status_not_sent,
 )
 from trajconv.codecs.common import iso_ms as _ms
-from trajconv.codecs.common import open_write
+from trajconv.codecs.common import open_write, spooled
 from trajconv.codecs.grok import layout, native
 from trajconv.snapshot.models import Snapshot
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
 
@@ -126,11 +124,6 @@ class _ChatHistory:
         self._write({"type": "tool_result", "tool_call_id": call_id, "content": output})
 
 
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    """The chunks of a file written to ``spool`` (kept alive until the export is written)."""
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
-
-
 def plan(
     snapshot: Snapshot, *, allow_lossy: bool = False, cwd: str | None = None, **_options: Any
 ) -> ExportPlan:
@@ -172,7 +165,7 @@ def plan(
                     "sessionUpdate": native.AGENT_CHUNK,
                     "content": {"type": "text", "text": rec.text},
                 }
-                if rec.model:  # a record's model is the update-level ``_meta.modelId`` (§3.3)
+                if rec.model:  # a record's model is the update-level ``_meta.modelId``
                     update["_meta"] = {"modelId": rec.model}
                     last_model = rec.model
                 elif last_model:  # the reader carries the last ``modelId`` forward
@@ -223,7 +216,7 @@ def plan(
                 diags.add(f"untranslated-{rec.kind}", rec.id)
                 continue
             if rec.kind in ("assistant", "reasoning") and rec.kind == last_text_kind:
-                # Grok's chunks carry no message boundary: a reader joins the run (§4.2).
+                # Grok's chunks carry no message boundary: a reader joins the run.
                 diags.add("untranslated-message-boundary", rec.id)
             last_text_kind = rec.kind if rec.kind in ("user", "assistant", "reasoning") else None
             line = _envelope(sid, native.ACP_METHOD, update, rec.time)
@@ -266,12 +259,12 @@ def plan(
     if session.parent_session_id:
         summary["parent_session_id"] = session.parent_session_id
     if session.branch:
-        summary["head_branch"] = session.branch  # git context (grok-build.md §5)
+        summary["head_branch"] = session.branch  # git context (the codec README)
 
     base = f"home/.grok/{layout.SESSIONS}/{group}/{sid}"
     files = [
-        ExportFile(f"{base}/{layout.UPDATES}", _spooled(updates_path, spool)),
-        ExportFile(f"{base}/{layout.CHAT_HISTORY}", _spooled(chat_path, spool)),
+        ExportFile(f"{base}/{layout.UPDATES}", spooled(updates_path, spool)),
+        ExportFile(f"{base}/{layout.CHAT_HISTORY}", spooled(chat_path, spool)),
     ]
     if layout.needs_cwd_file(group):
         files.append(

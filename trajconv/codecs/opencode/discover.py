@@ -3,54 +3,18 @@ files), as ``opencode session list`` does, children included (they name their pa
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import orjson
 
 from trajconv.codecs.base import SessionRef
-from trajconv.codecs.opencode import layout, native
-from trajconv.errors import FormatError
-from trajconv.snapshot.builder import time_from_ms
+from trajconv.codecs.opencode import layout
+from trajconv.codecs.opencode_lineage import store as native
+from trajconv.codecs.opencode_lineage.store import nonblank as _text
+from trajconv.codecs.opencode_lineage.store import time_of as _ms
 
 MAX_SESSION_FILE = 16 * 1024**2
-
-
-def _ms(value: object) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return time_from_ms(value)
-    return None
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _db_refs(db: Path) -> list[SessionRef]:
-    refs = []
-    try:
-        with native.connect(db) as con:
-            rows = con.execute(
-                "select s.id, s.title, s.directory, s.time_created, s.time_updated, "
-                "(select coalesce(sum(length(p.data)), 0) from part p where p.session_id = s.id)"
-                " from session s order by s.time_updated desc, s.id"
-            ).fetchall()
-    except (FormatError, sqlite3.Error):
-        return []  # not a database OpenCode could open either
-    for sid, title, directory, created, updated, size in rows:
-        refs.append(
-            SessionRef(
-                harness="opencode",
-                session_id=native.text(sid),
-                path=db,
-                title=_text(native.text(title)) if title is not None else None,
-                cwd=_text(native.text(directory)) if directory is not None else None,
-                created_at=_ms(created),
-                updated_at=_ms(updated),
-                size=int(size) if isinstance(size, int) else None,
-            )
-        )
-    return refs
+HARNESS = "opencode"
 
 
 def _json_refs(storage: Path, seen: set[str]) -> list[SessionRef]:
@@ -86,11 +50,11 @@ def _json_refs(storage: Path, seen: set[str]) -> list[SessionRef]:
 def discover(home: Path) -> list[SessionRef]:
     """Sessions under ``home``: a user home, the OpenCode data folder, or a database file."""
     if home.is_file():
-        return _db_refs(home) if layout.is_sqlite(home) else []
+        return native.session_refs(home, HARNESS) if native.is_sqlite(home) else []
     data = layout.data_folder(home)
     if data is None:
         return []
-    refs = _db_refs(data / layout.DB) if (data / layout.DB).is_file() else []
-    if (data / layout.STORAGE).is_dir():
-        refs += _json_refs(data / layout.STORAGE, {r.session_id for r in refs})
+    refs = native.session_refs(data / layout.DB, HARNESS) if (data / layout.DB).is_file() else []
+    if (data / native.STORAGE).is_dir():
+        refs += _json_refs(data / native.STORAGE, {r.session_id for r in refs})
     return refs

@@ -1,6 +1,6 @@
 """Where OpenCode keeps sessions and how a path names one.
 
-Facts (``codecs/opencode/README.md`` §1, §7, §8, observed with 1.18.33): the data folder is
+Facts (``codecs/opencode/README.md``, observed with 1.18.33): the data folder is
 ``$XDG_DATA_HOME/opencode`` (default ``~/.local/share/opencode``); the database is
 ``opencode.db`` there (WAL mode); before 1.2.0 sessions were flat JSON files under
 ``storage/`` (``session/<project>/<id>.json``, ``message/<session>/<id>.json``,
@@ -11,20 +11,35 @@ document.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
-from trajconv.codecs.opencode import native
-from trajconv.codecs.opencode.native import CHILDREN as CHILDREN
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.opencode_lineage import Flavour, project
+from trajconv.codecs.opencode_lineage.project import Located
+from trajconv.codecs.opencode_lineage.store import STORAGE, is_sqlite, json_session_file
 from trajconv.errors import FormatError
 
 DB = "opencode.db"
-STORAGE = "storage"
 DATA_REL = Path(".local") / "share" / "opencode"
 DOCUMENT = "opencode-export.json"
-SQLITE_MAGIC = b"SQLite format 3\x00"
+#: beside the document: one ``opencode export`` document per child session (sub-agent)
+CHILDREN = "opencode-export-children"
+
+#: the names OpenCode gives the lineage's shared format (``trajconv.codecs.opencode_lineage``)
+FLAVOUR = Flavour(
+    harness="opencode",
+    label="OpenCode",
+    cli="opencode",
+    data="opencode",
+    db=DB,
+    db_env="OPENCODE_DB",
+    document=DOCUMENT,
+    children=CHILDREN,
+    reader="opencode/1",
+    format_version="1.18.33",
+    agent="build",
+    package="opencode-ai",
+)
 
 
 def default_home() -> Path:
@@ -40,62 +55,22 @@ def data_folder(path: Path) -> Path | None:
     return None
 
 
-def is_sqlite(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-@dataclass(frozen=True)
-class Located:
-    """One session: in a database, in the legacy JSON storage, or an export document."""
-
-    kind: Literal["db", "json", "export"]
-    path: Path
-    """the database file, the ``storage`` folder, or the document"""
-    session: str | None
-
-
-def json_session_file(storage: Path, session: str) -> Path | None:
-    for found in sorted((storage / "session").glob(f"*/{session}.json")):
-        if found.is_file():
-            return found
-    return None
-
-
 def resolve(path: Path, session: str | None) -> Located:
     """A session from a database or export file, or a data folder / home plus ``--session``."""
-    if session is not None:
-        safe_component(session, "session id", path)
-    if path.is_file():
-        if is_sqlite(path):
-            return Located("db", path, session)
-        if path.suffix == ".json":
-            return Located("export", path, session)
-        raise FormatError(path, "not an OpenCode database (no SQLite header) or export document")
-    if (path / DOCUMENT).is_file():  # a trajconv export folder (the writer's readout)
-        return Located("export", path / DOCUMENT, session)
+    found = project.locate_file(path, session, FLAVOUR)
+    if found is not None:
+        return found
     data = data_folder(path)
     if data is None:
         raise FormatError(
             path, f"not an OpenCode data folder or home (no {DB}, no {STORAGE}/session/)"
         )
-    storage = data / STORAGE
     if session is None:
-        raise FormatError(
-            path, "this is an OpenCode data folder with many sessions; pick one with --session ID"
-        )
-    if (data / DB).is_file():
-        import sqlite3
-
-        try:
-            found = native.db_has_session(data / DB, session)
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise FormatError(data / DB, f"cannot read the database: {exc}") from None
-        if found:
-            return Located("db", data / DB, session)
+        raise project.many_sessions(path, FLAVOUR)
+    found = project.in_database(data, session, FLAVOUR)
+    if found is not None:
+        return found
+    storage = data / STORAGE
     if storage.is_dir() and json_session_file(storage, session) is not None:
         return Located("json", storage, session)
     raise FormatError(path, f"no session {session!r} in {data}")

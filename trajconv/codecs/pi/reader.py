@@ -36,10 +36,11 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from trajconv.codecs.base import Limits
-from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
+from trajconv.codecs.common import LineUnit
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, iter_file_objects
 from trajconv.codecs.pi import layout
 from trajconv.errors import FormatError, LimitError
-from trajconv.snapshot.builder import SnapshotBuilder, evidence, time_from_iso, time_from_ms
+from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Session, Snapshot, Source
 
@@ -268,71 +269,18 @@ class _Projector:
             match = EXIT_TAIL.search(output)
             exit_code = int(match.group(1)) if match else None
         self.done.add(call_id)
-        unit.add(
-            lambda rid, ev: self.b.add_result(
-                rid,
-                call_id,
-                not failed,
-                output,
-                time=unit.time,
-                turn=self.turn,
-                evidence=ev,
-                exit_code=exit_code,
-            ),
-            "toolResult",
-            "$.message",
-        )
+        unit.result(call_id, not failed, output, "toolResult", "$.message", exit_code)
 
     def finish(self) -> None:
         for call_id in sorted(self.calls - self.done):
             self.d.add("pending-tool-call", call_id)
 
 
-class _Unit:
+class _Unit(LineUnit):
     """One entry: its first record carries the unit; an entry with none is counted once."""
 
     def __init__(self, proj: _Projector, number: int, eid: str, time: str | None) -> None:
-        self.proj = proj
-        self.number = number
-        self.eid = eid
-        self.time = time
-        self.records = 0
-        self.dropped: list[tuple[str, str | None]] = []
-
-    def add(self, make: Any, native_kind: str, path: str | None) -> None:
-        rid = f"pi:{self.eid}" if self.records == 0 else f"pi:{self.eid}:{self.records}"
-        ev = evidence(
-            artifact=self.proj.name,
-            line=self.number,
-            json_path=path,
-            native=native_kind,
-            native_id=self.eid,
-            units=1 if self.records == 0 else 0,
-        )
-        make(rid, ev)
-        self.records += 1
-
-    def text(
-        self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
-    ) -> None:
-        self.add(
-            lambda rid, ev: self.proj.b.add_text(
-                kind, rid, text, time=self.time, turn=self.proj.turn, evidence=ev, model=model
-            ),
-            native_kind,
-            path,
-        )
-
-    def drop(self, code: str, name: str | None = None) -> None:
-        self.dropped.append((code, name))
-
-    def finish(self) -> None:
-        place = f"{self.proj.name}:{self.number}"
-        for i, (code, name) in enumerate(self.dropped):
-            if self.records == 0 and i == 0:
-                self.proj.d.add(code, place, name=name)
-            else:
-                self.proj.d.add("block-dropped", place, name=name or code)
+        super().__init__(proj, "pi", number, eid, time)
 
 
 def _header(copy: Path, name: str, limits: Limits) -> dict[str, Any]:
@@ -353,16 +301,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         Source(harness="pi", harness_version=None, session_id=sid, locator=locator), READER
     )
     utf8 = Utf8Tally()
-    blob = b.add_artifact_file(
-        name,
-        "application/x-ndjson",
-        file,
-        limits.max_session_bytes,
-        "max_session_bytes",
-        utf8=utf8.verdict,
-    )
-    copy = blob.whole_file
-    assert copy is not None
+    _blob, copy = copy_jsonl(b, name, file, limits, utf8)
     try:
         header = _header(copy, name, limits)
     except FormatError as exc:

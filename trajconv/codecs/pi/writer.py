@@ -32,9 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from trajconv.codecs.base import (
@@ -45,11 +43,11 @@ from trajconv.codecs.base import (
     name_status_not_sent,
     safe_component,
 )
+from trajconv.codecs.common import spooled, work_folder
 from trajconv.codecs.pi import layout
-from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot, ToolResult
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Spool
 
 #: the session format version pi 0.73.1 writes (``CURRENT_SESSION_VERSION``)
 VERSION = 3
@@ -203,11 +201,6 @@ def order_of(block: JsonObj) -> int:
     return {"thinking": 0, "text": 1, "toolCall": 2}[str(block["type"])]
 
 
-def _spooled(path: Path, spool: Spool) -> Callable[[], Iterator[bytes]]:
-    """The chunks of a file written to ``spool`` (kept alive until the export is written)."""
-    return Blob(path=path, size=path.stat().st_size, keep=spool).chunks
-
-
 def own_provider(snapshot: Snapshot) -> str | None:
     """For a Snapshot read from pi, the provider its session file names last (a
     ``model_change`` or an assistant message; the reader keeps only the model), read from the
@@ -255,9 +248,7 @@ def plan(
     diags = Diagnostics()
     drop = check_continuable(snapshot, "pi", allow_lossy=allow_lossy)
     session = snapshot.session
-    workdir = cwd or session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write pi: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, "pi", cwd)
     if cwd and session.cwd and cwd != session.cwd:
         diags.add("untranslated-cwd", "header cwd")
     own = snapshot.source.harness == "pi"
@@ -377,7 +368,7 @@ def plan(
         target="pi",
         session_id=sid,
         snapshot_id=snapshot.id,
-        files=[ExportFile(f"home/{rel}", _spooled(path, spool), 0o644)],
+        files=[ExportFile(f"home/{rel}", spooled(path, spool), 0o644)],
         session_paths=[rel],
         resume_argv=resume,
         diagnostics=diags.to_models(),

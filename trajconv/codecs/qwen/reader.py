@@ -63,7 +63,10 @@ def _valid(obj: dict[str, Any]) -> bool:
 
 
 def _conversation(obj: dict[str, Any]) -> bool:
-    return not (obj.get("type") == "system" and obj.get("subtype") in NOT_CONVERSATION)
+    subtype = obj.get("subtype")
+    return not (
+        obj.get("type") == "system" and isinstance(subtype, str) and subtype in NOT_CONVERSATION
+    )
 
 
 def _command_answered(obj: dict[str, Any], prev: dict[str, Any] | None) -> bool:
@@ -168,7 +171,7 @@ class _Projector:
         if rtype == "system":
             return self.system(obj, rid, subtype, time)
         if rtype == "user":
-            harness = subtype in HARNESS_USER
+            harness = isinstance(subtype, str) and subtype in HARNESS_USER
             texts = 0
             for i, part in enumerate(parts):
                 if not isinstance(part, dict) or not isinstance(part.get("text"), str):
@@ -459,7 +462,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                     b.diagnostics.add("chain-break", f"{sub.name}: toolUseId {call}")
                 call = None
             kid_id = layout.session_id_of(sub)
-            kid = b.child(_source(kid_id, sub, project), call)
+            # linked to the call its meta names only when the parent made that call
+            linked = call if isinstance(call, str) and call in proj.calls else None
+            if isinstance(call, str) and linked is None:
+                b.diagnostics.add("subagent-unlinked", sub.relative_to(project).as_posix())
+            kid = b.child(_source(kid_id, sub, project), linked)
             kproj = _project(kid, sub, sub.relative_to(project).as_posix(), limits, budget)
             kid.session = _session(kid_id, kproj, sid, kid_meta.get("model"))
     return b.build()

@@ -41,6 +41,8 @@ from trajconv.snapshot.models import Record, Session, Snapshot, ToolResultRecord
 from trajconv.snapshot.spool import Blob, Spool
 
 EPOCH = "1970-01-01T00:00:00.000Z"
+#: how the CLI opens the message that tells its model a background task ended
+NOTIFICATION = "<task-notification>"
 
 
 def _line(value: dict[str, Any]) -> bytes:
@@ -94,6 +96,11 @@ class _Journal:
         self.first_time: str | None = None
         self.last_time: str | None = None
         self.last_model: str | None = None
+        # the open answer's text and thought records, and the run of user-role text records
+        # just written: the CLI sends each run as one message (:meth:`joined`)
+        self.texts: list[str] = []
+        self.thoughts: list[str] = []
+        self.user_run: list[str] = []
 
     def uid(self, seq: int, what: str = "") -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"trajconv:{self.key}:qwen:{seq}{what}"))
@@ -110,6 +117,22 @@ class _Journal:
         }
         return rec
 
+    def joined(self, ids: list[str]) -> None:
+        """Name each record of a run the resumed CLI sends as one message that is joined to
+        the one before it: its ``extractCuratedHistory`` (0.24.4) joins consecutive user
+        Contents into one (their parts kept), and its OpenAI converter (``processContent``)
+        sends one ``model`` Content as one assistant message, the text parts joined into one
+        text and the thought parts into one reasoning text (README "What a resumed CLI sends
+        its model")."""
+        for rid in ids[1:]:
+            self.diags.add("untranslated-message-boundary", rid)
+
+    def end_user_run(self) -> None:
+        """The run of user-role text records (prompts, notifications, a summary) ends: a
+        model answer or a result follows, or the session ends."""
+        self.joined(self.user_run)
+        self.user_run = []
+
     def emit(self, rec: dict[str, Any]) -> None:
         self.out.write(_line(rec))
         self.last_uuid = rec["uuid"]
@@ -121,6 +144,9 @@ class _Journal:
         rec, self.open = self.open, None
         if rec is None:
             return
+        self.joined(self.texts)
+        self.joined(self.thoughts)
+        self.texts, self.thoughts = [], []
         model = next((m for _rid, m in self.models if m), None) or self.model
         name_joined_models(self.diags, model, self.models)
         self.models = []
@@ -129,15 +155,28 @@ class _Journal:
             self.last_model = model
         self.emit(rec)
 
-    def user(self, seq: int, text: str, time: str) -> None:
+    def user(self, seq: int, rid: str, text: str, time: str) -> None:
         self.close()
+        if text:  # the converter sends no empty part
+            self.user_run.append(rid)
         rec = self.base(seq, "user", time)
         rec["message"] = {"role": "user", "parts": [{"text": text}]}
         self.emit(rec)
         self.prompts += 1
 
-    def compression(self, seq: int, text: str, time: str) -> None:
+    def notification(self, seq: int, rid: str, text: str, time: str) -> None:
+        """A background task's ``<task-notification>``: a user message the CLI adds itself
+        (``subtype: notification``, ``provenance: system``), which its model is sent."""
         self.close()
+        self.user_run.append(rid)
+        rec = self.base(seq, "user", time)
+        rec.update(provenance="system", subtype="notification")
+        rec["message"] = {"role": "user", "parts": [{"text": text}]}
+        self.emit(rec)
+
+    def compression(self, seq: int, rid: str, text: str, time: str) -> None:
+        self.close()
+        self.user_run = [rid]  # what came before is not sent
         rec = self.base(seq, "system", time)
         rec["subtype"] = "chat_compression"
         rec["systemPayload"] = {
@@ -155,17 +194,21 @@ class _Journal:
         ):
             self.close()
         if self.open is None:
+            self.end_user_run()
             self.open = self.base(rec.seq, "assistant", time)
             self.open["message"] = {"role": "model", "parts": []}
         elif rec.time is not None and rec.time != self.open["timestamp"]:
             self.diags.add("untranslated-time", rec.id)
         self.open["message"]["parts"].append(part)
+        if part.get("text"):  # the converter skips an empty part
+            (self.thoughts if part.get("thought") else self.texts).append(rec.id)
         if rec.kind in ("assistant", "reasoning"):
             self.models.append((rec.id, getattr(rec, "model", None)))
 
     def result(self, rec: ToolResultRecord, time: str, own: bool) -> None:
         res = rec.result
         self.close()
+        self.end_user_run()  # a result is a tool message of its own, as is a prompt after it
         name = self.names.get(res.call_id, "")
         failed = res.ok is False
         out = self.base(rec.seq, "tool_result", time)
@@ -220,9 +263,11 @@ def _lower(
             time = EPOCH
         last = time
         if rec.kind == "user":
-            j.user(rec.seq, rec.text, time)
+            j.user(rec.seq, rec.id, rec.text, time)
         elif rec.kind == "system" and rec.text.lstrip().startswith(SNAPSHOT):
-            j.compression(rec.seq, rec.text, time)
+            j.compression(rec.seq, rec.id, rec.text, time)
+        elif rec.kind == "system" and rec.text.lstrip().startswith(NOTIFICATION):
+            j.notification(rec.seq, rec.id, rec.text, time)
         elif rec.kind == "reasoning":
             j.part(rec, time, {"text": rec.text, "thought": True})
         elif rec.kind == "assistant":
@@ -249,6 +294,7 @@ def _lower(
         else:
             diags.add(f"untranslated-{rec.kind}", rec.id)
     j.close()
+    j.end_user_run()
 
 
 def _session_facts(session: Session, j: _Journal, diags: Diagnostics, where: str) -> None:

@@ -1,16 +1,20 @@
-"""OpenCode's stores as one read-only view: a session's info, its messages in order, each
-message's parts in order.
+"""The stores of OpenCode and its forks (Kilo Code CLI) as one read-only view: a session's
+info, its messages in order, each message's parts in order.
 
-* SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md`` §2, §3): tables ``session``,
+Kilo 7.7.7 keeps OpenCode's ``session`` / ``message`` / ``part`` tables column for column (in
+``kilo.db``, beside tables of its own) and prints the same export document
+(``codecs/kilo/README.md``); what follows is said of OpenCode and holds for both.
+
+* SQLite (1.2.0 … 1.18.x, ``codecs/opencode/README.md``): tables ``session``,
   ``message`` (``data`` = the message without ``id``/``sessionID``) and ``part`` (``data`` =
   the part without ``id``/``sessionID``/``messageID``); messages are read ordered by
   ``time_created`` then ``id``, parts by ``id`` within a message (the CLI's own indexes).
   Opened ``mode=ro``; when a ``-wal`` file is present the database and its WAL are copied
   first (a read-only connection cannot fold a WAL in without writing the ``-shm``).
-* Legacy JSON storage (before 1.2.0, §7): ``session/<project>/<id>.json``,
+* Legacy JSON storage (before 1.2.0): ``session/<project>/<id>.json``,
   ``message/<session>/<id>.json``, ``part/<message>/<id>.json``, each a whole object with
   its ids; same orders.
-* An ``opencode export`` document (§8): ``{"info", "messages": [{"info", "parts"}]}``.
+* An ``opencode export`` document: ``{"info", "messages": [{"info", "parts"}]}``.
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ from typing import Any
 
 import orjson
 
+from trajconv.codecs.base import SessionRef
+from trajconv.codecs.common import json_object
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
-
-#: beside an export document: one ``opencode export`` document per child session (sub-agent)
-CHILDREN = "opencode-export-children"
+from trajconv.snapshot.builder import time_from_ms
 
 JsonObj = dict[str, Any]
 
@@ -56,6 +60,30 @@ SESSION_COLUMNS = (
 )
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` starts with SQLite's header (reads 16 bytes)."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+#: the legacy JSON storage folder of a data folder (OpenCode before 1.2.0)
+STORAGE = "storage"
+
+
+def json_session_file(storage: Path, session: str) -> Path | None:
+    """The legacy ``storage/session/<project>/<session>.json`` file, or None."""
+    for found in sorted((storage / "session").glob(f"*/{session}.json")):
+        if found.is_file():
+            return found
+    return None
+
+
 @dataclass(frozen=True)
 class Unit:
     """One native row or file: a message or a part."""
@@ -66,15 +94,28 @@ class Unit:
     raw: bytes
     place: str
     """``message:<id>`` / ``part:<id>`` (database), a file (storage), a JSON path (export)"""
-    time_created: int | None = None
+    time_created: int | float | str | None = None
+    """the cell as SQLite holds it (a blob as text): checked where it is used"""
+
+
+def article(name: str) -> str:
+    """``an`` before ``OpenCode`` / ``opencode``, ``a`` before ``Kilo``."""
+    return "an" if name[:1].lower() in "aeiou" else "a"
 
 
 def _parse(raw: bytes) -> JsonObj | None:
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+    return json_object(raw)
+
+
+def time_of(value: Any) -> str | None:
+    """An epoch-milliseconds cell or field as a Snapshot time (``None`` unless positive)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return time_from_ms(value)
+    return None
+
+
+def nonblank(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _bytes(value: Any) -> bytes:
@@ -101,20 +142,21 @@ def _cell(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def connect(path: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to ``path`` (a private copy when a WAL is beside it), whose
-    text cells come as bytes: a damaged one must not stop the read; decoded below."""
+def connect(path: Path, label: str = "OpenCode") -> Iterator[sqlite3.Connection]:
+    """A read-only connection to ``path`` (the shared opener: a private copy when a WAL is
+    beside it), whose text cells come as bytes: a damaged one must not stop the read;
+    decoded below. ``label`` names the harness in the error when it is not such a database."""
     with ReadOnly(path) as con:
         con.text_factory = bytes
         try:
             con.execute("select 1 from session limit 1").fetchall()
         except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise FormatError(path, f"not an OpenCode database: {exc}") from None
+            raise FormatError(path, f"not {article(label)} {label} database: {exc}") from None
         yield con
 
 
-def db_has_session(path: Path, session: str) -> bool:
-    with connect(path) as con:
+def db_has_session(path: Path, session: str, label: str = "OpenCode") -> bool:
+    with connect(path, label) as con:
         return con.execute("select 1 from session where id = ?", (session,)).fetchone() is not None
 
 
@@ -135,7 +177,7 @@ class DbStore:
         self.row: JsonObj = {k: _cell(v) for k, v in zip(wanted, row, strict=True)}
 
     def info(self) -> JsonObj:
-        """The session row in the shape of ``opencode export``'s ``info`` (§4)."""
+        """The session row in the shape of ``opencode export``'s ``info``."""
         r = self.row
         model = _parse(r["model"].encode()) if isinstance(r.get("model"), str) else None
         info: JsonObj = {
@@ -168,6 +210,7 @@ class DbStore:
                 if msg is not None:
                     yield msg, parts
                 raw = _bytes(mdata)
+                created = _cell(created)
                 msg, parts = Unit(mid, _parse(raw), raw, f"message:{mid}", created), []
             if pid is not None:
                 pid, raw = text(pid), _bytes(pdata)
@@ -218,6 +261,22 @@ class JsonStore:
         self.raw_info = raw
         self._info = info
         self.session = str(info.get("id") or session_file.stem)
+        self.links: list[str] = []
+        """Files of the session that are symbolic links, left out (paths in storage/)."""
+
+    def _files(self, folder: Path) -> list[Path]:
+        """The ``*.json`` files of ``folder``; a symbolic link (file or folder) is not
+        followed but noted in :attr:`links` (issue 34)."""
+        if folder.is_symlink():
+            self.links.append(self.rel(folder))
+            return []
+        found = []
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if path.is_symlink():
+                self.links.append(self.rel(path))
+            else:
+                found.append(path)
+        return found
 
     def info(self) -> JsonObj:
         return self._info
@@ -228,7 +287,7 @@ class JsonStore:
     def messages(self) -> Iterator[tuple[Unit, list[Unit]]]:
         folder = self.storage / "message" / self.session
         units = []
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in self._files(folder):
             raw = _read_json_file(path, self.limit)
             data = _parse(raw)
             created = None
@@ -244,14 +303,14 @@ class JsonStore:
 
     def parts(self, message_id: str) -> Iterator[Unit]:
         folder = self.storage / "part" / message_id
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in self._files(folder):
             raw = _read_json_file(path, self.limit)
             yield Unit(path.stem, _parse(raw), raw, self.rel(path))
 
     def children(self) -> list[str]:
         project = self.session_file.parent
         found = []
-        for path in sorted(project.glob("*.json")):
+        for path in self._files(project):
             data = _parse(_read_json_file(path, self.limit))
             if data is not None and data.get("parentID") == self.session:
                 found.append(str(data.get("id") or path.stem))
@@ -261,12 +320,21 @@ class JsonStore:
 class ExportStore:
     """An ``opencode export`` document (parsed whole; documents are one session)."""
 
-    def __init__(self, path: Path, doc: JsonObj) -> None:
+    def __init__(
+        self,
+        path: Path,
+        doc: JsonObj,
+        cli: str = "opencode",
+        children: str = "opencode-export-children",
+    ) -> None:
         self.path = path
+        self.children_folder = children
         info = doc.get("info")
         messages = doc.get("messages")
         if not isinstance(info, dict) or not isinstance(messages, list):
-            raise FormatError(path, "not an opencode export document (no info / messages)")
+            raise FormatError(
+                path, f"not {article(cli)} {cli} export document (no info / messages)"
+            )
         self._info: JsonObj = info
         self._messages = messages
         self.session = str(info.get("id") or "")
@@ -292,12 +360,12 @@ class ExportStore:
             yield Unit(mid, minfo, b"", place), units
 
     def children(self) -> list[str]:
-        """Child sessions written beside a trajconv export's document (``CHILDREN``/), in
-        name order: those whose ``info.parentID`` is this session."""
+        """Child sessions written beside a trajconv export's document (in the ``children``
+        folder), in name order: those whose ``info.parentID`` is this session."""
         return [sid for sid, _path in self.child_documents()]
 
     def child_documents(self) -> list[tuple[str, Path]]:
-        folder = self.path.parent / CHILDREN
+        folder = self.path.parent / self.children_folder
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
@@ -311,3 +379,31 @@ class ExportStore:
 
 
 Store = DbStore | JsonStore | ExportStore
+
+
+def session_refs(db: Path, harness: str) -> list[SessionRef]:
+    """The sessions of a database, newest first, as a listing shows them (children too)."""
+    refs = []
+    try:
+        with connect(db) as con:
+            rows = con.execute(
+                "select s.id, s.title, s.directory, s.time_created, s.time_updated, "
+                "(select coalesce(sum(length(p.data)), 0) from part p where p.session_id = s.id)"
+                " from session s order by s.time_updated desc, s.id"
+            ).fetchall()
+    except (FormatError, sqlite3.Error):
+        return []  # not a database OpenCode could open either
+    for sid, title, directory, created, updated, size in rows:
+        refs.append(
+            SessionRef(
+                harness=harness,
+                session_id=text(sid),
+                path=db,
+                title=nonblank(text(title)) if title is not None else None,
+                cwd=nonblank(text(directory)) if directory is not None else None,
+                created_at=time_of(created),
+                updated_at=time_of(updated),
+                size=int(size) if isinstance(size, int) else None,
+            )
+        )
+    return refs

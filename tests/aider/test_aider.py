@@ -1,0 +1,185 @@
+"""Aider codec: the recorded histories read as Aider restores them, written as Aider writes
+them, installed by prepare.py into a project folder, and continued by the real CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trajconv
+from tests.aider.support import runs
+from tests.conftest import require_loader
+from tests.helpers import FIXTURES, conservation, projection, tiny_session
+from trajconv.codecs import registry
+from trajconv.codecs.aider import layout
+from trajconv.codecs.base import CERTAIN
+from trajconv.errors import FormatError, RefusedError, UsageError
+from trajconv.find import detect
+
+AIDER = FIXTURES / "aider"
+CASES = sorted(p for p in AIDER.iterdir() if p.is_dir())
+EDITS = AIDER / "recorded-edits" / "demo" / layout.HISTORY
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_reader_keeps_every_run_and_matches_its_snapshot(case: Path, snapshot: Any) -> None:
+    snap = trajconv.read("aider", case)
+    conservation(snap, runs(case / "demo" / layout.HISTORY))
+    assert snap.source.harness_version == "0.86.2"
+    assert snap.session.model == "openai/scripted"
+    assert snap.session.cwd == str((case / "demo").resolve())
+    assert all(r.time is None for r in snap.records)  # Aider's times have no zone
+    assert projection(snap) == snapshot
+
+
+def test_edit_blocks_a_failed_edit_and_run_output_are_as_aider_restores_them() -> None:
+    snap = trajconv.read("aider", EDITS)
+    users = [r.text for r in snap.records if r.kind == "user"]  # type: ignore[union-attr]
+    assert users == [
+        "Change the greeting in hello.py to hello",
+        "Now make it say hello world",
+        "/run python3 -c \"import sys; print('boom'); sys.exit(3)\"",
+        "Thanks, is that all?",
+    ]
+    answers = [r.text for r in snap.records if r.kind == "assistant"]  # type: ignore[union-attr]
+    assert "<<<<<<< SEARCH" in answers[0] and ">>>>>>> REPLACE" in answers[0]
+    # the failure report Aider printed without its "> " prefix is restored as an answer
+    assert any("SearchReplaceNoExactMatch" in a for a in answers)
+    shown = [r.text for r in snap.records if r.kind == "observation"]  # type: ignore[union-attr]
+    assert any("Applied edit to hello.py" in s for s in shown)
+    # `/run` output is never kept: the command's one line of output is in no record
+    assert not any(
+        line == "boom" for r in snap.records for line in str(getattr(r, "text", "")).splitlines()
+    )
+
+
+def test_detected_discovered_and_claimed(tmp_path: Path) -> None:
+    assert detect(EDITS) == "aider"
+    assert detect(EDITS.parent) == "aider"
+    claim = registry.get("aider").claims(EDITS)
+    assert claim is not None and claim.confidence == CERTAIN
+    refs = registry.get("aider").discover(AIDER)
+    assert {r.session_id for r in refs} == {trajconv.read("aider", c).session.id for c in CASES}
+    assert all(r.session_id.startswith("aider-2026") for r in refs)
+    with pytest.raises(UsageError, match="holds 2 Aider histories"):
+        trajconv.read("aider", AIDER)
+    assert (
+        trajconv.read("aider", AIDER, session=refs[0].session_id).session.id == refs[0].session_id
+    )
+
+
+def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
+    empty = tmp_path / "e" / layout.HISTORY
+    empty.parent.mkdir()
+    empty.write_text("\n\n")
+    with pytest.raises(FormatError, match="empty Aider history"):
+        trajconv.read("aider", empty)
+    binary = tmp_path / "b" / layout.HISTORY
+    binary.parent.mkdir()
+    binary.write_bytes(b"# aider chat started at 2026-01-01 00:00:00\n\x00\x01")
+    with pytest.raises(FormatError, match="NUL"):
+        trajconv.read("aider", binary)
+    with pytest.raises(UsageError, match="no Aider session"):
+        trajconv.read("aider", EDITS.parent, session="../../x")
+
+
+def test_round_trip_keeps_what_the_history_holds(tmp_path: Path) -> None:
+    snap = trajconv.read("aider", EDITS)
+    export = trajconv.write(snap, "aider", tmp_path / "out")
+    again = trajconv.read("aider", tmp_path / "out" / "home" / layout.HISTORY)
+    assert projection(again) == projection(snap)
+    assert export.session_id == snap.session.id == again.session.id
+    # the one fact that changes: the cwd is wherever the history is put
+    assert [d.code for d in export.diagnostics] == ["untranslated-cwd"]
+
+
+def test_a_session_with_tools_is_written_as_text_and_names_what_the_model_loses(
+    tmp_path: Path,
+) -> None:
+    source = next(FIXTURES.glob("claude/recorded-tool-failures"))
+    snap = trajconv.read("claude", source)
+    export = trajconv.write(snap, "aider", tmp_path / "out")
+    codes = {d.code: d.count for d in export.diagnostics}
+    calls = sum(r.kind == "tool-call" for r in snap.records)
+    results = sum(r.kind == "tool-result" for r in snap.records)
+    assert codes["untranslated-tool-call"] == calls > 0
+    assert codes["untranslated-tool-result"] == results > 0
+    again = trajconv.read("aider", tmp_path / "out" / "home" / layout.HISTORY)
+    assert projection(again, ("user",)) == projection(snap, ("user",))
+    assert projection(again, ("assistant",)) == projection(snap, ("assistant",))
+    shown = "\n".join(r.text for r in again.records if r.kind == "observation")  # type: ignore[union-attr]
+    assert "ls nothere" in shown and "No such file or directory" in shown
+
+
+def test_prepare_installs_into_the_project_and_never_replaces(tmp_path: Path) -> None:
+    snap = trajconv.read("aider", EDITS)
+    out = tmp_path / "out"
+    trajconv.write(snap, "aider", out, cwd=str(tmp_path / "repo"))
+    (tmp_path / "repo").mkdir()
+    run = [sys.executable, str(out / "prepare.py")]
+    first = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stderr
+    installed = tmp_path / "repo" / layout.HISTORY
+    assert installed.read_bytes() == (out / "home" / layout.HISTORY).read_bytes()
+    again = subprocess.run(run, capture_output=True, text=True, check=False)
+    assert again.returncode == 3
+    assert installed.read_bytes() == (out / "home" / layout.HISTORY).read_bytes()
+    elsewhere = tmp_path / "other"
+    other = subprocess.run([*run, "--home", str(elsewhere)], capture_output=True, text=True)
+    assert other.returncode == 0 and (elsewhere / layout.HISTORY).is_file()
+
+
+def test_a_session_without_cwd_is_refused_unless_given(tmp_path: Path) -> None:
+    snap = trajconv.read("aider", EDITS)
+    bare = snap.model_copy(update={"session": snap.session.model_copy(update={"cwd": None})})
+    with pytest.raises(RefusedError, match="no cwd"):
+        trajconv.write(bare, "aider", tmp_path / "out")
+
+
+def test_the_real_aider_continues_a_written_history(tmp_path: Path) -> None:
+    from proof import tools_dir
+    from proof.loaders import aider as loader
+
+    exe = loader.find(tools_dir())
+    require_loader(exe, "aider")
+    assert exe is not None
+    source = trajconv.read("claude", next(FIXTURES.glob("claude/recorded-tool-failures")))
+    project = tmp_path / "project"
+    project.mkdir()
+    export = trajconv.write(source, "aider", tmp_path / "out", cwd=str(project))
+    loader.install_export(export.out_dir, tmp_path / "home")
+    bodies = loader.continue_session(
+        exe, tmp_path / "home", export.session_id, str(project), "what now?", tmp_path / "w"
+    )
+    items = loader.request_items(bodies[-1])
+    sent = [(i["kind"], i["text"]) for i in items if i["kind"] in ("user", "assistant")]
+    want = [(r.kind, r.text) for r in source.records if r.kind in ("user", "assistant")]  # type: ignore[union-attr]
+    assert sent[: len(want)] == want
+    assert "what now?" in sent[-1][1]
+    shutil.rmtree(tmp_path / "w", ignore_errors=True)
+
+
+def test_two_answers_with_nothing_shown_between_are_named_as_joined(tmp_path: Path) -> None:
+    """Aider restores the lines between two prompts as one answer unless its own output
+    ("> " lines: a tool call or result written for the user) stands between them."""
+    joined = tiny_session(
+        ("user", "hi"), ("assistant", "One."), ("system", "s"), ("assistant", "Two.")
+    )
+    apart = tiny_session(
+        ("user", "hi"),
+        ("assistant", "One."),
+        ("call", "shell"),
+        ("result", "ok"),
+        ("assistant", "Two."),
+    )
+    for snap, boundaries, answers in ((joined, 1, 1), (apart, 0, 2)):
+        export = trajconv.write(snap, "aider", tmp_path / str(boundaries), allow_lossy=True)
+        codes = {d.code: d.count for d in export.diagnostics}
+        assert codes.get("untranslated-message-boundary", 0) == boundaries
+        again = trajconv.read("aider", export.out_dir / "home" / layout.HISTORY)
+        assert sum(r.kind == "assistant" for r in again.records) == answers
