@@ -278,6 +278,18 @@ class LineUnit:
     def drop(self, code: str, name: str | None = None) -> None:
         self.dropped.append((code, name))
 
+    def answers(self, call_id: object, calls: Container[str], done: Container[str]) -> str | None:
+        """The call a tool result of this line answers, or None after dropping the result:
+        ``orphan-tool-result`` for a call the session never made (or no id),
+        ``repeated-terminal-result`` for one already answered."""
+        if not isinstance(call_id, str) or call_id not in calls:
+            self.drop("orphan-tool-result")
+            return None
+        if call_id in done:
+            self.drop("repeated-terminal-result")
+            return None
+        return call_id
+
     def finish(self) -> None:
         place = f"{self.proj.name}:{self.number}"
         for i, (code, name) in enumerate(self.dropped):
