@@ -261,8 +261,12 @@ class _Projector:
             unit.text("user", text, "user", path)
 
     def result(self, unit: _Unit, block: dict[str, Any], path: str) -> None:
-        call_id = unit.answers(block.get("tool_use_id"), self.calls, self.done)
-        if call_id is None:
+        call_id = block.get("tool_use_id")
+        if not isinstance(call_id, str) or call_id not in self.calls:
+            unit.drop("orphan-tool-result")
+            return
+        if call_id in self.done:
+            unit.drop("repeated-terminal-result")
             return
         output = native.text_of(block.get("content"))
         if output is None:

@@ -246,8 +246,12 @@ class _Projector:
                 unit.drop("non-text-content", name=str(btype))
 
     def result(self, unit: _Unit, msg: dict[str, Any]) -> None:
-        call_id = unit.answers(msg.get("toolCallId"), self.calls, self.done)
-        if call_id is None:
+        call_id = msg.get("toolCallId")
+        if not isinstance(call_id, str) or call_id not in self.calls:
+            unit.drop("orphan-tool-result")
+            return
+        if call_id in self.done:
+            unit.drop("repeated-terminal-result")
             return
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []

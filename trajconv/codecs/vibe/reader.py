@@ -169,8 +169,12 @@ class _Projector:
         )
 
     def result(self, unit: LineUnit, msg: dict[str, Any]) -> None:
-        call_id = unit.answers(msg.get("tool_call_id"), self.calls, self.done)
-        if call_id is None:
+        call_id = msg.get("tool_call_id")
+        if not isinstance(call_id, str) or call_id not in self.calls:
+            unit.drop("orphan-tool-result")
+            return
+        if call_id in self.done:
+            unit.drop("repeated-terminal-result")
             return
         texts = []
         for block in msg["content"]:
