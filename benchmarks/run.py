@@ -607,6 +607,23 @@ def update_startup(report: Path, section: list[str]) -> str:
     return "\n".join([*lines[:start], *section, *tail, *lines[end:]]).rstrip("\n") + "\n"
 
 
+EARLIER = "## Earlier runs"
+"""A section a run carries over unchanged: figures of earlier runs at sizes this one did
+not measure (each with its own command), so one report holds them all."""
+
+
+def earlier_section(report: Path) -> list[str]:
+    """The ``## Earlier runs`` section of ``report`` (up to the next ``## ``), or []."""
+    if not report.is_file():
+        return []
+    lines = report.read_text(encoding="utf-8").rstrip("\n").split("\n")
+    if EARLIER not in lines:
+        return []
+    start = lines.index(EARLIER)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), None)
+    return lines[start:end]
+
+
 # -- report ---------------------------------------------------------------------------------------
 
 
@@ -717,6 +734,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
     parser.add_argument(
+        "--note",
+        action="append",
+        default=[],
+        help="a line for the notes (e.g. who shared the machine)",
+    )
+    parser.add_argument(
         "--startup",
         action="store_true",
         help="only the start-up rows: replace the Start-up section of --output",
@@ -787,7 +810,11 @@ def main(argv: list[str] | None = None) -> int:
         start = startup_rows(max(10, args.repeat), scratch)
     command = ["python", "benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]
     skipped.append(f"(the measuring process itself peaked at {runner:.0f} MiB before the runs)")
+    skipped.extend(args.note)
     text = render(rows, start, command, args.repeat, skipped)
+    kept = earlier_section(args.output)
+    if kept:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(kept) + "\n"
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     print(text)

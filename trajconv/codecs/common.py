@@ -106,6 +106,22 @@ def several_sessions(path: Path, label: str, ids: list[str]) -> UsageError:
     )
 
 
+def pick_session(
+    path: Path, found: list[Path], session: str | None, holder: str, id_of: Callable[[Path], object]
+) -> Path | None:
+    """The session ``path`` resolves to among ``found``: with no ``session``, the only one
+    (else UsageError: this ``holder`` holds N sessions, pick one with ``--session``); with
+    one, the first whose ``id_of`` is ``session`` (a safe path component), else None."""
+    if session is None:
+        if len(found) == 1:
+            return found[0]
+        raise UsageError(
+            f"{path}: this {holder} holds {len(found)} sessions; pick one with --session ID"
+        )
+    safe_component(session, "session id", path)
+    return next((p for p in found if id_of(p) == session), None)
+
+
 def iso_ms(time: str | None) -> int | None:
     """Epoch milliseconds of an RFC 3339 time as Snapshots carry it (``None`` stays ``None``)."""
     if time is None:

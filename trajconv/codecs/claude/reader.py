@@ -38,6 +38,7 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.claude import layout, native
 from trajconv.codecs.common import LineUnit
 from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, file_lines, iter_file_objects, read_bounded
+from trajconv.codecs.tool_results import answered
 from trajconv.errors import LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -261,12 +262,8 @@ class _Projector:
             unit.text("user", text, "user", path)
 
     def result(self, unit: _Unit, block: dict[str, Any], path: str) -> None:
-        call_id = block.get("tool_use_id")
-        if not isinstance(call_id, str) or call_id not in self.calls:
-            unit.drop("orphan-tool-result")
-            return
-        if call_id in self.done:
-            unit.drop("repeated-terminal-result")
+        call_id = answered(unit, block.get("tool_use_id"), self.calls, self.done)
+        if call_id is None:
             return
         output = native.text_of(block.get("content"))
         if output is None:

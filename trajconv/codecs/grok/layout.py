@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
 from trajconv.codecs.common import is_uuid as is_uuid
+from trajconv.codecs.common import pick_session
 from trajconv.errors import FormatError, UsageError
 
 SESSIONS = "sessions"
@@ -90,17 +91,9 @@ def resolve(path: Path, session: str | None) -> Path:
     home = grok_home_of(path) or (path.parent if path.name == SESSIONS else None)
     if home is None:
         raise FormatError(path, f"not a Grok session folder or home (no {UPDATES}, no {SESSIONS}/)")
-    if session is None:
-        dirs = session_dirs(home)
-        if len(dirs) == 1:
-            return dirs[0]
-        raise UsageError(
-            f"{path}: this Grok home holds {len(dirs)} sessions; pick one with --session ID"
-        )
-    safe_component(session, "session id", path)
-    for sdir in session_dirs(home):
-        if sdir.name == session:
-            return sdir
+    picked = pick_session(path, session_dirs(home), session, "Grok home", lambda d: d.name)
+    if picked is not None:
+        return picked
     raise UsageError(f"no session {session!r} under {home / SESSIONS}")
 
 

@@ -21,7 +21,8 @@ import os
 import re
 from pathlib import Path
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.common import pick_session
 from trajconv.errors import FormatError, UsageError
 
 AGENT_DIR = Path(".pi") / "agent"
@@ -159,16 +160,9 @@ def resolve(path: Path, session: str | None) -> Path:
             raise FormatError(path, f"not a Pi session folder or home (no {SESSIONS}/)")
     else:
         raise FormatError(path, "no such file or folder")
-    if session is None:
-        if len(files) == 1:
-            return files[0]
-        raise UsageError(
-            f"{path}: this Pi folder holds {len(files)} sessions; pick one with --session ID"
-        )
-    safe_component(session, "session id", path)
-    for p in files:
-        if id_of_file(p) == session:
-            return p
+    picked = pick_session(path, files, session, "Pi folder", id_of_file)
+    if picked is not None:
+        return picked
     for p in files:
         header = header_of(p)
         if header is not None and header.get("id") == session:

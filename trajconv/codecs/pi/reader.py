@@ -39,6 +39,7 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.common import LineUnit
 from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, iter_file_objects
 from trajconv.codecs.pi import layout
+from trajconv.codecs.tool_results import answered
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -246,12 +247,8 @@ class _Projector:
                 unit.drop("non-text-content", name=str(btype))
 
     def result(self, unit: _Unit, msg: dict[str, Any]) -> None:
-        call_id = msg.get("toolCallId")
-        if not isinstance(call_id, str) or call_id not in self.calls:
-            unit.drop("orphan-tool-result")
-            return
-        if call_id in self.done:
-            unit.drop("repeated-terminal-result")
+        call_id = answered(unit, msg.get("toolCallId"), self.calls, self.done)
+        if call_id is None:
             return
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []

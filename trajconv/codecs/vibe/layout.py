@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.common import pick_session
 from trajconv.errors import FormatError, UsageError
 
 HOME = Path(".vibe")
@@ -116,14 +117,7 @@ def resolve(path: Path, session: str | None) -> Path:
         folders = [inside] if inside is not None else []
     if not folders:
         raise FormatError(path, "not a Mistral Vibe session: no CURRENT naming " + STORE_FORMAT)
-    if session is None:
-        if len(folders) == 1:
-            return folders[0]
-        raise UsageError(
-            f"{path}: this Vibe folder holds {len(folders)} sessions; pick one with --session ID"
-        )
-    safe_component(session, "session id", path)
-    for f in folders:
-        if f.name == session:
-            return f
+    picked = pick_session(path, folders, session, "Vibe folder", lambda f: f.name)
+    if picked is not None:
+        return picked
     raise UsageError(f"no session {session!r} under {path}")

@@ -33,6 +33,7 @@ from typing import Any
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.common import LineUnit
+from trajconv.codecs.tool_results import answered
 from trajconv.codecs.vibe import layout
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
@@ -169,12 +170,8 @@ class _Projector:
         )
 
     def result(self, unit: LineUnit, msg: dict[str, Any]) -> None:
-        call_id = msg.get("tool_call_id")
-        if not isinstance(call_id, str) or call_id not in self.calls:
-            unit.drop("orphan-tool-result")
-            return
-        if call_id in self.done:
-            unit.drop("repeated-terminal-result")
+        call_id = answered(unit, msg.get("tool_call_id"), self.calls, self.done)
+        if call_id is None:
             return
         texts = []
         for block in msg["content"]:

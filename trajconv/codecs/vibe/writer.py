@@ -36,12 +36,10 @@ import rfc8785
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_status_not_sent,
-    safe_component,
 )
-from trajconv.codecs.common import iso_ms, uuid_session_id, work_folder
+from trajconv.codecs.common import iso_ms, open_write
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
 
@@ -123,12 +121,9 @@ def plan(
     cwd: str | None = None,
     **_options: Any,
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "vibe", allow_lossy=allow_lossy)
+    diags, drop, workdir, sid = open_write(snapshot, "vibe", allow_lossy=allow_lossy, cwd=cwd)
     session = snapshot.session
-    workdir = work_folder(snapshot, "vibe", cwd)
     own = snapshot.source.harness == "vibe"
-    sid = safe_component(uuid_session_id(snapshot, diags, "vibe-session"), "session id")
     created = iso_ms(session.created_at) or iso_ms(
         next((r.time for r in snapshot.records if r.time), None)
     )
