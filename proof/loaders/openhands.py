@@ -26,6 +26,7 @@ from typing import Any
 
 from proof import installed_version
 
+HARNESS = "openhands"
 PACKAGE = "openhands"
 VERSION = "1.16.0"
 VENV_NAME = "openhands-venv"
@@ -152,3 +153,51 @@ def task_args(prompt: str, resume: str | None = None) -> list[str]:
     if resume is not None:
         args += ["--resume", resume]
     return [*args, "-t", prompt]
+
+
+# -- continuation (proof/continuation.py's loader protocol) --------------------------------
+
+CONTINUATION_CASE = ("recorded-tool-failures", None)
+#: as a continuation source, what the conversation still differs in, in the other targets
+#: (besides the failures the model saw flagged): nothing seen yet
+STILL_DIFFERENT: dict[str, int] = {}
+
+
+def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> None:
+    """Copy a recorded case's ``.openhands/conversations/<id>/`` folders into ``home``."""
+    dest = conversations_dir(home)
+    dest.mkdir(parents=True, exist_ok=True)
+    for folder in sorted((case_dir / ".openhands" / "conversations").iterdir()):
+        if folder.is_dir():
+            shutil.copytree(folder, dest / folder.name, ignore=shutil.ignore_patterns(".*.lock"))
+
+
+def continue_session(
+    exe: Path, home: Path, session_id: str, cwd: str, prompt: str, workdir: Path
+) -> list[JsonObj]:
+    """Resume the installed conversation for one ``openhands --headless --resume ID -t
+    PROMPT`` turn against a loopback ModelServer (its log in ``workdir``); the JSON bodies of
+    the model requests. Without ``events/`` the CLI silently starts an empty conversation and
+    exits 0, so the folder is checked first and the caller compares the request, not the exit
+    code. A recorded cwd that is not on this machine is replaced by ``workdir``."""
+    from proof.continuation import main_bodies, scripted_server
+
+    events = conversations_dir(home) / session_id / "events"
+    if not any(events.glob("event-*.json")):
+        raise OpenHandsLoaderError(f"no conversation {session_id} with events under {home}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_cwd = Path(cwd) if cwd and Path(cwd).is_dir() else workdir
+    with scripted_server(workdir, model=MODEL) as srv:
+        done = run(exe, home, run_cwd, task_args(prompt, resume=session_id), srv.base_url)
+    if done.returncode != 0:
+        raise OpenHandsLoaderError(
+            f"openhands --resume exited {done.returncode}: {done.stderr[-2000:]}"
+        )
+    return main_bodies(workdir / "requests.jsonl")
+
+
+def request_items(body: JsonObj) -> list[JsonObj]:
+    """What the model saw in one Chat Completions request (``openai_items``)."""
+    from proof.continuation import openai_items
+
+    return openai_items(body)

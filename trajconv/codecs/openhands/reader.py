@@ -62,6 +62,31 @@ def _arguments(raw: Any) -> Any:
     return raw if raw is not None else {}
 
 
+#: ``Observation.ERROR_MESSAGE_HEADER`` (``openhands/sdk/tool/schema.py``)
+ERROR_HEADER = "[An error occurred during execution.]\n"
+
+
+def _llm_text(observ: dict[str, Any]) -> str:
+    """An observation's text as the CLI sends it to the model (``to_llm_content``): the error
+    header when ``is_error``, then its content; a ``TerminalObservation`` wraps its text in
+    ``metadata.prefix``/``suffix`` and adds the working directory, interpreter and exit code
+    lines (``openhands/tools/terminal/definition.py``). Other observation kinds' own
+    renderings (task, browser) are not reproduced: their content is their text."""
+    text = "".join(_texts(observ.get("content")))
+    head = ERROR_HEADER if observ.get("is_error") is True else ""
+    meta = observ.get("metadata")
+    if observ.get("kind") != "TerminalObservation" or not isinstance(meta, dict):
+        return head + text
+    out = f"{meta.get('prefix') or ''}{text}{meta.get('suffix') or ''}"
+    if meta.get("working_dir"):
+        out += f"\n[Current working directory: {meta['working_dir']}]"
+    if meta.get("py_interpreter_path"):
+        out += f"\n[Python interpreter: {meta['py_interpreter_path']}]"
+    if type(meta.get("exit_code")) is int and meta["exit_code"] != -1:
+        out += f"\n[Command finished with exit code {meta['exit_code']}]"
+    return head + out
+
+
 class _Projector:
     def __init__(self, b: SnapshotBuilder, root: str) -> None:
         self.b = b
@@ -213,7 +238,7 @@ class _Projector:
         if kind == "ObservationEvent":
             observ = obj.get("observation") if isinstance(obj.get("observation"), dict) else {}
             assert isinstance(observ, dict)
-            output = "".join(_texts(observ.get("content")))
+            output = _llm_text(observ)
             ok: bool | None = observ.get("is_error") is not True
             raw = observ.get("exit_code")
             if type(raw) is int and raw != -1:
