@@ -22,6 +22,7 @@ codec's ``discover``) and from archive stores.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -107,19 +108,7 @@ class Hit:
     ``None`` for a record of the session itself."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "harness": self.harness,
-            "session_id": self.session_id,
-            "title": self.title,
-            "time": self.time,
-            "kind": self.kind,
-            "seq": self.seq,
-            "snippet": self.snippet,
-            "marks": [list(m) for m in self.marks],
-            "path": self.path,
-            "store": self.store,
-            "child": self.child,
-        }
+        return {**dataclasses.asdict(self), "marks": [list(m) for m in self.marks]}
 
 
 @dataclass(frozen=True)
@@ -152,14 +141,8 @@ class Refresh:
     rebuilt: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "indexed": self.indexed,
-            "unchanged": self.unchanged,
-            "removed": self.removed,
-            "records": self.records,
-            "skipped": [{"session": s, "reason": r} for s, r in self.skipped],
-            "rebuilt": self.rebuilt,
-        }
+        skipped = [{"session": s, "reason": r} for s, r in self.skipped]
+        return {**dataclasses.asdict(self), "skipped": skipped}
 
 
 def record_text(record: dict[str, Any]) -> str:
