@@ -91,7 +91,12 @@ DIFF_CODES: dict[tuple[str, str], tuple[str, ...]] = {
     ("reasoning", "text"): ("untranslated-reasoning", "untranslated-message-boundary"),
     ("user", "missing"): ("untranslated-user", "untranslated-steering", "user-read-as-command"),
     ("user", "context"): ("context-not-projected",),
-    ("context", "missing"): ("context-not-projected", "untranslated-system", "system-not-sent"),
+    ("context", "missing"): (
+        "context-not-projected",
+        "untranslated-system",
+        "system-not-sent",
+        "context-as-system",
+    ),
     ("assistant", "missing"): ("untranslated-assistant", "untranslated-message-boundary"),
     ("assistant", "text"): ("untranslated-message-boundary", "reasoning-as-text"),
     ("tool-call", "missing"): ("untranslated-pending-call", "untranslated-tool-call"),

@@ -161,6 +161,10 @@ CONTINUATION_CASE = ("recorded-tool-failures", None)
 #: as a continuation source, what the conversation still differs in, in the other targets
 #: (besides the failures the model saw flagged): nothing seen yet
 STILL_DIFFERENT: dict[str, int] = {}
+#: the SDK sends a message's ``reasoning_content`` back only to the models it lists
+#: (``SEND_REASONING_CONTENT_MODELS`` in ``openhands/sdk/llm/utils/model_features.py``: Kimi,
+#: DeepSeek reasoners, MiniMax-M2), so the scripted model is never sent reasoning again
+REPLAYS_REASONING = False
 
 
 def install_fixture(case_dir: Path, home: Path, project: Path | None = None) -> None:

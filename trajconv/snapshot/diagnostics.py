@@ -360,6 +360,24 @@ _CODES: tuple[Code, ...] = (
         "the source does not say whether a tool succeeded; the target needs a status",
     ),
     _w("cwd-missing", "warning", "the source has no working directory; the target needs one"),
+    _w(
+        "target-prompt-missing",
+        "warning",
+        "the target keeps its own system prompt in the session, which the source lacks: it is "
+        "written empty, so the continued agent runs without its harness's instructions",
+    ),
+    _w(
+        "context-as-system",
+        "info",
+        "system text (context the source's harness may have sent inside a user message) is "
+        "sent to the target's model as a system message",
+    ),
+    _w(
+        "time-stamped-on-load",
+        "info",
+        "records without a time are written without one; the target's CLI gives them the time "
+        "it loads them (in memory, never saved)",
+    ),
 )
 
 REGISTRY: dict[str, Code] = {c.code: c for c in _CODES}

@@ -14,6 +14,5 @@ CODEC = LazyCodec(
     ),
     package=__name__,
     homes=(HomeSpec(".openhands", "OpenHands"),),
-    can_write=False,
     capabilities=Capabilities(subagents=True, reasoning=True, tool_status=True, exit_code=True),
 )
