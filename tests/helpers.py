@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,16 @@ def merged_projection(snapshot: Snapshot, kinds: tuple[str, ...]) -> list[tuple[
 def session_dir(root: Path, pattern: str) -> Path:
     """The one folder matching ``pattern`` under ``root`` (files such as ``.cwd`` ignored)."""
     return next(p for p in sorted(root.glob(pattern)) if p.is_dir())
+
+
+def run_prepare(out: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """An export's own ``prepare.py --home HOME``, run with this Python (its output kept)."""
+    return subprocess.run(
+        [sys.executable, str(out / "prepare.py"), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def fingerprint(root: Path) -> dict[str, tuple[str, int, int]]:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import trajconv
-from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, projection
+from tests.helpers import (
+    FIXTURES,
+    conservation,
+    export_tree,
+    fingerprint,
+    projection,
+    run_prepare,
+)
 from trajconv.codecs import registry
 from trajconv.codecs.openhands import layout
 from trajconv.errors import RefusedError
@@ -33,15 +38,6 @@ def _written(out: Path) -> Path:
 
 def _events(conv: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in layout.event_files(conv)]
-
-
-def _prepare(out: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(out / "prepare.py"), "--home", str(home)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def _codes(export: Any) -> dict[str, int]:
@@ -171,7 +167,7 @@ def test_prepare_refuses_to_replace_a_conversation(tmp_path: Path) -> None:
     dest.mkdir(parents=True)
     (dest / "base_state.json").write_text("{}", encoding="utf-8")
     before = fingerprint(home)
-    done = _prepare(export.out_dir, home)
+    done = run_prepare(export.out_dir, home)
     assert done.returncode == 3, done.stderr
     assert fingerprint(home) == before
 
@@ -180,7 +176,7 @@ def test_prepare_installs_into_an_empty_home(tmp_path: Path) -> None:
     snap = trajconv.read("openhands", _conv("recorded-tool-failures"))
     export = trajconv.write(snap, "openhands", tmp_path / "out")
     home = tmp_path / "home"
-    done = _prepare(export.out_dir, home)
+    done = run_prepare(export.out_dir, home)
     assert done.returncode == 0, done.stderr
     conv = home / ".openhands" / "conversations" / snap.session.id
     assert len(layout.event_files(conv)) == len(_events(_written(export.out_dir)))
