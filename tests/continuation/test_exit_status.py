@@ -27,7 +27,7 @@ def test_each_harness_form_is_recognised() -> None:
     assert not exit_code_shown("the exit code was 2", 2)
 
 
-@pytest.mark.parametrize("target", ["grok", "copilot", "deepagents"])
+@pytest.mark.parametrize("target", ["grok", "copilot", "deepagents", "openhands"])
 def test_a_hidden_exit_status_is_named(target: str, tmp_path: Path) -> None:
     # a source of another harness (a same-harness source's text is its model's view already):
     # Grok's shell result reads "exit: 0\n…", Copilot's ends "<shellId: … exit code N>"
@@ -47,7 +47,7 @@ def test_a_hidden_exit_status_is_named(target: str, tmp_path: Path) -> None:
     assert {d.code: d.count for d in export.diagnostics}["untranslated-exit-code"] == with_code
 
 
-@pytest.mark.parametrize("target", ["grok", "copilot", "deepagents"])
+@pytest.mark.parametrize("target", ["grok", "copilot", "deepagents", "openhands"])
 def test_a_failure_the_model_is_not_told_is_named(target: str, tmp_path: Path) -> None:
     """Claude Code's model saw ``is_error: true``; a Chat Completions target sends the text
     alone, so each failed result is named; its own sessions' results are not."""
