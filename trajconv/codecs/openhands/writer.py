@@ -24,7 +24,10 @@ file, as ``EventLog`` writes them (``model_dump_json(exclude_none=True)``,
   does not hold the SDK's typed action;
 * a tool result is an ``ObservationEvent`` holding an ``MCPToolObservation`` (the SDK's
   observation of a tool from outside: its text sent as it is, ``is_error`` for a failure,
-  which the SDK heads with ``Observation.ERROR_MESSAGE_HEADER``);
+  which the SDK heads with ``Observation.ERROR_MESSAGE_HEADER``); an OpenHands ``terminal``
+  result is a ``TerminalObservation`` again (``openhands/tools/terminal/definition.py``), its
+  ``exit_code`` kept, its text the one the reader took (metadata lines included), so the
+  metadata is left at its defaults, which add no line;
 * event, response and conversation ids: the conversation id is the Snapshot's session id when
   it is a UUID (OpenHands' own are 32 hex digits), else uuid5 of the Snapshot id, written as
   32 hex digits; every event id and ``llm_response_id`` is uuid5 of the Snapshot id and the
@@ -87,6 +90,7 @@ class _Lowerer:
         self.own = own
         self.events: list[JsonObj] = []
         self.names: dict[str, str] = {}
+        self.commands: dict[str, str | None] = {}
         self.actions: dict[str, str] = {}
         self.unstamped = 0
         # the model step being gathered: (record id, time) of its first record, reasoning,
@@ -179,6 +183,8 @@ class _Lowerer:
                 "kind": "ActionEvent",
             })  # fmt: skip
             self.names[call.id] = call.name
+            command = args.get("command")
+            self.commands[call.id] = command if isinstance(command, str) else None
             self.actions[call.id] = event["id"]
             self.events.append(event)
         self.step_head = None
@@ -196,24 +202,39 @@ class _Lowerer:
         elif failed:
             # the SDK tells its model of a failure by heading the text with its error header
             self.diags.add("exit-status-in-text", rec.id)
-        if self.own:
-            # an MCPToolObservation holds no exit code: only its text may show it
-            if res.exit_code is not None and not exit_code_shown(res.output, res.exit_code):
-                self.diags.add("untranslated-exit-code", rec.id)
-        else:
-            name_status_not_sent(self.diags, rec.id, res, own=False)
         name = self.names.get(res.call_id, "")
+        content = [_text(output)] if output else []
+        observation: JsonObj
+        if self.own and name == "terminal":
+            # OpenHands' own terminal result: its text already holds the metadata lines the
+            # reader joined in, so the metadata is the model's defaults (no lines added)
+            observation = {
+                "content": content,
+                "is_error": failed,
+                "command": self.commands.get(res.call_id),
+                "exit_code": res.exit_code,
+                "timeout": False,
+                "metadata": {"exit_code": -1, "pid": -1, "prefix": "", "suffix": ""},
+                "kind": "TerminalObservation",
+            }
+        else:
+            observation = {
+                "content": content,
+                "is_error": failed,
+                "tool_name": name,
+                "kind": "MCPToolObservation",
+            }
+            if not self.own:
+                name_status_not_sent(self.diags, rec.id, res, own=False)
+            elif res.exit_code is not None and not exit_code_shown(res.output, res.exit_code):
+                # an MCPToolObservation holds no exit code: only its text may show it
+                self.diags.add("untranslated-exit-code", rec.id)
         self.events.append({
             **self.head(rec.id, rec.time),
             "source": "environment",
             "tool_name": name,
             "tool_call_id": res.call_id,
-            "observation": {
-                "content": [_text(output)] if output else [],
-                "is_error": failed,
-                "tool_name": name,
-                "kind": "MCPToolObservation",
-            },
+            "observation": observation,
             "action_id": self.actions.get(res.call_id, self.event_id(res.call_id)),
             "kind": "ObservationEvent",
         })  # fmt: skip
