@@ -120,6 +120,10 @@ def scratch_env(home: Path, base_url: str, model: str = MODEL) -> dict[str, str]
         "LLM_MODEL": f"openai/{model}",
         "LLM_BASE_URL": base_url,
         "LLM_API_KEY": "dummy-not-a-key",
+        # LiteLLM (which the SDK calls the model through) fetches its model cost map from the
+        # network at start unless told to use the copy it ships
+        # (``litellm/litellm_core_utils/get_model_cost_map.py``): only loopback is reached
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
 
 
