@@ -19,7 +19,9 @@ from tests.helpers import (
 )
 from trajconv.codecs import registry
 from trajconv.codecs.openhands import layout
+from trajconv.codecs.openhands.writer import ERROR_HEADER
 from trajconv.errors import RefusedError
+from trajconv.parity import fixture_sessions, write_options
 
 OPENHANDS = FIXTURES / "openhands"
 CASES = sorted(p.name for p in OPENHANDS.glob("recorded-*"))
@@ -34,6 +36,11 @@ def _conv(case: str) -> Path:
 def _written(out: Path) -> Path:
     (conv,) = (out / "home" / ".openhands" / "conversations").iterdir()
     return conv
+
+
+def _units(conv: Path) -> int:
+    """One unit an event file, the sub-agents' included."""
+    return len(layout.event_files(conv)) + sum(_units(sub) for sub in layout.subagents(conv))
 
 
 def _events(conv: Path) -> list[dict[str, Any]]:
@@ -63,7 +70,7 @@ def test_round_trip_keeps_the_conversation(case: str, tmp_path: Path) -> None:
     conv = _written(export.out_dir)
     assert conv.name == snap.session.id
     again = trajconv.read("openhands", conv)
-    conservation(again, len(layout.event_files(conv)))
+    conservation(again, _units(conv))
 
     assert projection(again) == projection(snap)  # exit codes too (TerminalObservation)
     codes = _codes(export)
@@ -76,8 +83,59 @@ def test_round_trip_keeps_the_conversation(case: str, tmp_path: Path) -> None:
         layout.EVENT_NAME.match(p.name)["event_id"]  # type: ignore[index]
         for p in layout.event_files(conv)
     ]
-    if snap.children:
-        assert codes["untranslated-subagent"] == sum(len(c.records) for c in snap.children)
+    # a task sub-agent's conversation comes back as the child of the same call
+    assert "untranslated-subagent" not in codes
+    assert [(c.session.id, c.parent_call_id, projection(c)) for c in again.children] == [
+        (c.session.id, c.parent_call_id, projection(c)) for c in snap.children
+    ]
+
+
+def test_a_sub_agent_of_another_harness(tmp_path: Path) -> None:
+    """A child is written as ``subagents/<hex id>/`` of the conversation, its id derived when
+    it is no UUID; its records are not lost (the reader links it to a ``task`` call only)."""
+    snaps = [trajconv.read(c.harness, c.path, session=c.session) for c in _with_children()]
+    snaps = [s for s in snaps if s.children]
+    assert len({s.source.harness for s in snaps}) >= 2
+    for i, snap in enumerate(snaps):
+        export = trajconv.write(
+            snap, "openhands", tmp_path / f"out{i}", allow_lossy=True, **write_options(snap)
+        )
+        again = trajconv.read("openhands", _written(export.out_dir))
+        direct = [
+            c for c in snap.children if c.session.parent_session_id in (None, snap.session.id)
+        ]
+        # a failed result of another harness reads back under the SDK's error header, and
+        # without its exit code (an MCPToolObservation holds none: untranslated-exit-code)
+        assert [_unheaded(c) for c in again.children] == [
+            _unheaded(c, header="") for c in sorted(direct, key=lambda c: _folder(c, snap))
+        ]
+
+
+def _unheaded(conv: Any, header: str = ERROR_HEADER) -> list[tuple[Any, ...]]:
+    return [
+        (*p[:3], p[3].removeprefix(header)) if p[0] == "tool-result" else p
+        for p in projection(conv)
+    ]
+
+
+def _folder(child: Any, snap: Any) -> str:
+    import uuid
+
+    from trajconv.codecs.common import derived_uuid, is_uuid
+
+    sid = child.session.id
+    return uuid.UUID(sid if is_uuid(sid) else derived_uuid(child.id, "openhands-subagent")).hex
+
+
+def _with_children() -> list[Any]:
+    found = []
+    for codec in registry.all_codecs():
+        if codec.name == "openhands" or not codec.can_read:
+            continue
+        for fx in fixture_sessions(codec):
+            if "subagent" in fx.label or "task" in fx.label:
+                found.append(fx)
+    return found
 
 
 def test_writing_twice_gives_the_same_bytes(tmp_path: Path) -> None:

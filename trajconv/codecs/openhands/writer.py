@@ -32,6 +32,9 @@ file, as ``EventLog`` writes them (``model_dump_json(exclude_none=True)``,
   it is a UUID (OpenHands' own are 32 hex digits), else uuid5 of the Snapshot id, written as
   32 hex digits; every event id and ``llm_response_id`` is uuid5 of the Snapshot id and the
   record's id (``ids-derived``);
+* a sub-agent (a child of the Snapshot that the session spawned) is a conversation of its
+  own in ``subagents/<hex id>/events/``, as the CLI keeps a ``task`` sub-agent's; its id is
+  the child's session id when it is a UUID, else uuid5 of the child's id;
 * times: ``timestamp`` is the record's time as the SDK writes its own, wall-clock without a
   zone (``datetime.now().isoformat()``), here in UTC, which no reader can take back as a
   moment (``untranslated-time``); a record without a time is written without ``timestamp``,
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,7 +57,7 @@ from trajconv.codecs.base import (
     exit_code_shown,
     name_status_not_sent,
 )
-from trajconv.codecs.common import derived_uuid, open_write
+from trajconv.codecs.common import derived_uuid, is_uuid, open_write
 from trajconv.codecs.openhands import layout
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
@@ -84,8 +88,8 @@ def _stamp(time: str) -> str:
 
 
 class _Lowerer:
-    def __init__(self, snapshot: Snapshot, diags: Diagnostics, own: bool) -> None:
-        self.snap = snapshot
+    def __init__(self, key: str, diags: Diagnostics, own: bool) -> None:
+        self.key = key
         self.diags = diags
         self.own = own
         self.events: list[JsonObj] = []
@@ -101,7 +105,7 @@ class _Lowerer:
         self.calls: list[tuple[str, str | None, Any]] = []
 
     def event_id(self, rid: str) -> str:
-        return derived_uuid(self.snap.id, f"openhands-event:{rid}")
+        return derived_uuid(self.key, f"openhands-event:{rid}")
 
     def head(self, rid: str, time: str | None) -> JsonObj:
         out: JsonObj = {"id": self.event_id(rid)}
@@ -129,7 +133,7 @@ class _Lowerer:
         msg["thinking_blocks"] = []
         event: JsonObj = {**self.head(rid, time), "source": source, "llm_message": msg}
         if role == "assistant":
-            event["llm_response_id"] = derived_uuid(self.snap.id, f"openhands-response:{rid}")
+            event["llm_response_id"] = derived_uuid(self.key, f"openhands-response:{rid}")
         event.update({"activated_skills": [], "extended_content": [], "kind": "MessageEvent"})
         self.events.append(event)
 
@@ -155,7 +159,7 @@ class _Lowerer:
         reasoning = "\n\n".join(self.reasoning) if self.reasoning else None
         if not self.calls:
             self.message("agent", "assistant", self.texts, rid, time, reasoning=reasoning)
-        response = derived_uuid(self.snap.id, f"openhands-response:{rid}")
+        response = derived_uuid(self.key, f"openhands-response:{rid}")
         for i, (call_rid, call_time, call) in enumerate(self.calls):
             event: JsonObj = {
                 **self.head(call_rid, call_time),
@@ -244,21 +248,20 @@ def _is_prompt(rec: Record) -> bool:
     return isinstance(rec, SystemRecord) and rec.evidence.native == "SystemPromptEvent"
 
 
-def plan(
-    snapshot: Snapshot,
-    *,
-    allow_lossy: bool = False,
-    cwd: str | None = None,
-    **_options: Any,
-) -> ExportPlan:
-    diags, drop, workdir, sid = open_write(snapshot, "openhands", allow_lossy=allow_lossy, cwd=cwd)
-    conv = uuid.UUID(sid).hex
-    own = snapshot.source.harness == "openhands"
-    session = snapshot.session
-    low = _Lowerer(snapshot, diags, own)
+def _conversation(
+    key: str,
+    records: Iterable[Record],
+    created: str | None,
+    diags: Diagnostics,
+    drop: set[str],
+    own: bool,
+) -> list[JsonObj]:
+    """The events of one conversation (the session's, or a sub-agent's): its records lowered
+    in one pass; ``key`` (the Snapshot's or the child's id) seeds the derived ids."""
+    low = _Lowerer(key, diags, own)
     prompt_written = False
     timed = 0
-    for rec in snapshot.records:
+    for rec in records:
         if rec.id in drop:
             diags.add(dropped_code(rec.kind), rec.id)
             continue
@@ -268,7 +271,7 @@ def plan(
                 low.system_prompt(rec.text, rec.id, rec.time)
                 continue
             diags.add("target-prompt-missing", "system prompt")
-            low.system_prompt("", "system-prompt", session.created_at or rec.time)
+            low.system_prompt("", "system-prompt", created or rec.time)
         if rec.kind == "user":
             low.flush()
             low.message("user", "user", [rec.text], rec.id, rec.time)
@@ -299,13 +302,67 @@ def plan(
     low.flush()
     if not prompt_written:
         diags.add("target-prompt-missing", "system prompt")
-        low.system_prompt("", "system-prompt", session.created_at)
+        low.system_prompt("", "system-prompt", created)
     diags.add("ids-derived", "event ids", count=len(low.events))
     if timed:
         # written without a zone, as the SDK writes its own: no reader takes them back
         diags.add("untranslated-time", "record times (no zone)", count=timed)
     if low.unstamped:
         diags.add("time-stamped-on-load", "events without a time", count=low.unstamped)
+    return low.events
+
+
+def _files(base: str, events: list[JsonObj]) -> list[ExportFile]:
+    return [
+        ExportFile(
+            f"home/{base}/{layout.EVENTS}/event-{i:05d}-{event['id']}.json",
+            json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode(),
+            0o600,
+        )
+        for i, event in enumerate(events)
+    ]
+
+
+def plan(
+    snapshot: Snapshot,
+    *,
+    allow_lossy: bool = False,
+    cwd: str | None = None,
+    **_options: Any,
+) -> ExportPlan:
+    diags, drop, workdir, sid = open_write(snapshot, "openhands", allow_lossy=allow_lossy, cwd=cwd)
+    conv = uuid.UUID(sid).hex
+    own = snapshot.source.harness == "openhands"
+    session = snapshot.session
+    base = f"{CONVERSATIONS}/{conv}"
+    events = _conversation(snapshot.id, snapshot.records, session.created_at, diags, drop, own)
+    files = _files(base, events)
+    dir_modes = {
+        layout.DIR: 0o755,
+        CONVERSATIONS: 0o755,
+        base: 0o700,
+        f"{base}/{layout.EVENTS}": 0o700,
+    }
+    # a sub-agent's conversation is subagents/<hex id>/ in its parent's folder (the reader
+    # links the i-th ``task`` call to the i-th folder); one that another child spawned has no
+    # place there (the CLI nests one level only)
+    written = []
+    for child in snapshot.children:
+        if child.session.parent_session_id not in (None, snapshot.session.id):
+            continue
+        kid_id = child.session.id
+        if not is_uuid(kid_id):
+            diags.add("ids-derived", "sub-agent conversation id")
+            kid_id = derived_uuid(child.id, "openhands-subagent")
+        folder = f"{base}/{layout.SUBAGENTS}/{uuid.UUID(kid_id).hex}"
+        kid_own = child.source.harness == "openhands"
+        kid = _conversation(
+            child.id, child.records, child.session.created_at, diags, set(), kid_own
+        )
+        files += _files(folder, kid)
+        dir_modes.update({f"{base}/{layout.SUBAGENTS}": 0o700, folder: 0o700})
+        dir_modes[f"{folder}/{layout.EVENTS}"] = 0o700
+        written.append(child.id)
     if session.created_at or session.updated_at:
         diags.add(
             "untranslated-time",
@@ -322,15 +379,6 @@ def plan(
     if session.parent_session_id:
         diags.add("untranslated-parent-session", "parent session")
 
-    base = f"{CONVERSATIONS}/{conv}"
-    files = [
-        ExportFile(
-            f"home/{base}/{layout.EVENTS}/event-{i:05d}-{event['id']}.json",
-            json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode(),
-            0o600,
-        )
-        for i, event in enumerate(low.events)
-    ]
     return ExportPlan(
         target="openhands",
         session_id=conv,
@@ -339,11 +387,7 @@ def plan(
         session_paths=[base],
         resume_argv=["openhands", "--resume", conv],
         diagnostics=diags.to_models(),
-        dir_modes={
-            layout.DIR: 0o755,
-            CONVERSATIONS: 0o755,
-            base: 0o700,
-            f"{base}/{layout.EVENTS}": 0o700,
-        },
+        dir_modes=dir_modes,
+        children_written=tuple(written),
         notes=[f"run the resume command in {workdir}: the session's cwd"],
     )
