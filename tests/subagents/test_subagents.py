@@ -16,7 +16,7 @@ from trajconv.snapshot import fileload, io
 
 TARGETS = [c.name for c in registry.all_codecs() if c.can_write]
 #: the writers that write sub-agents as the target's own children
-CHILD_WRITERS = {"claude", "codex", "opencode", "kilo", "qwen"}
+CHILD_WRITERS = {"claude", "codex", "opencode", "kilo", "qwen", "openhands"}
 
 
 def test_every_child_writer_says_its_format_holds_children() -> None:
