@@ -18,6 +18,7 @@ import functools
 import importlib
 import os
 import pkgutil
+import shutil
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -99,3 +100,32 @@ def installed_version(python: Path, package: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+class NoPythonError(RuntimeError):
+    """No interpreter in the version window a loader's package asks for."""
+
+
+def base_python(lowest: tuple[int, int], below: tuple[int, int] | None = None) -> str:
+    """An interpreter whose version is at least ``lowest`` and, when given, below ``below``,
+    for a loader whose package needs a Python trajconv itself does not (its own venv).
+
+    Looked for on PATH (``python3.N``), then under pyenv's versions, whose PATH shims answer
+    only for the versions selected, so an installed one may be reachable only under
+    ``$PYENV_ROOT``."""
+    top = below or (3, 99)
+    minors = range(lowest[1], top[1]) if lowest[0] == top[0] == 3 else range(0)
+    names = [f"python3.{m}" for m in reversed(minors)]
+    found = [p for p in (shutil.which(n) for n in names) if p is not None]
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found += [str(p) for p in sorted(root.glob("3.*/bin/python3"), reverse=True)]
+    check = f"import sys; print({lowest} <= sys.version_info[:2] < {top})"
+    for python in found:
+        try:
+            done = subprocess.run([python, "-c", check], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if done.returncode == 0 and done.stdout.strip() == "True":
+            return python
+    window = f">={lowest[0]}.{lowest[1]}" + (f",<{top[0]}.{top[1]}" if below else "")
+    raise NoPythonError(f"no working Python {window} is on PATH or under pyenv")

@@ -269,14 +269,15 @@ def continued_pairs(
     names: list[str], progress: Callable[[str], None] | None = None
 ) -> list[dict[str, Any]]:
     """Continue every pair among the harnesses whose CLI is installed here and that have a
-    stored baseline (``proof.continuation``); one entry per pair, ``ok`` False
-    when a difference is not named or the run failed."""
+    stored baseline (``proof.continuation``), into those whose codec writes; one entry per
+    pair, ``ok`` False when a difference is not named or the run failed."""
     from concurrent.futures import ThreadPoolExecutor
 
     cont = rig("--write", "continuation")
 
     usable = [n for n in cont.sources(names) if cont.find_cli(n) is not None]
-    pairs = [(s, t) for s in usable for t in usable]
+    # a codec that only reads is a source here, never a target
+    pairs = [(s, t) for s in usable for t in usable if registry.get(t).can_write]
 
     def run(pair: tuple[str, str]) -> dict[str, Any]:
         if progress:

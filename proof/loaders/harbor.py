@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proof import installed_version
+from proof import NoPythonError, base_python, installed_version
 from proof import tools_dir as _tools
 
 if TYPE_CHECKING:
@@ -37,8 +37,6 @@ HARNESS = "atif"
 PACKAGE = "harbor"
 VERSION = "0.26.0"
 VENV_NAME = "harbor-venv"
-PYTHONS = ("python3.14", "python3.13", "python3.12")
-"""Interpreters new enough for Harbor, in order of preference."""
 
 
 class HarborLoaderError(RuntimeError):
@@ -64,47 +62,23 @@ def find(tools_dir: Path) -> Path | None:
     return python if installed_version(python, PACKAGE) == VERSION else None
 
 
-def _candidates() -> list[str]:
-    """Interpreters on PATH, then pyenv's (whose PATH shims answer only for the versions
-    selected, so an installed 3.12 may be reachable only under ``$PYENV_ROOT``)."""
-    found = [p for p in (shutil.which(name) for name in PYTHONS) if p is not None]
-    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    found += [str(p) for p in sorted(root.glob("3.1[2-9]*/bin/python3"), reverse=True)]
-    return found
-
-
-def _base_python() -> str:
-    for python in _candidates():
-        try:
-            done = subprocess.run(
-                [python, "-c", "import sys; print(sys.version_info >= (3, 12))"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if done.returncode == 0 and done.stdout.strip() == "True":
-            return python
-    raise HarborLoaderError(
-        f"{PACKAGE}=={VERSION} needs Python 3.12 or newer, and no working one of "
-        f"{', '.join(PYTHONS)} is on PATH or under pyenv"
-    )
-
-
 def install(tools_dir: Path, *, timeout: float = 600.0) -> Path:
     """Create ``tools_dir/harbor-venv`` with Harbor's wheel (no dependencies) and pydantic;
     return its python. Idempotent."""
     found = find(tools_dir)
     if found is not None:
         return found
+    try:
+        base = base_python((3, 12))  # Harbor's Requires-Python: >=3.12
+    except NoPythonError as exc:
+        raise HarborLoaderError(f"{PACKAGE}=={VERSION}: {exc}") from exc
     venv = tools_dir / VENV_NAME
     tools_dir.mkdir(parents=True, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="trajconv-harbor-install-")
     env = {**os.environ, "HOME": scratch, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     try:
         subprocess.run(
-            [_base_python(), "-m", "venv", "--clear", str(venv)],
+            [base, "-m", "venv", "--clear", str(venv)],
             check=True,
             capture_output=True,
             timeout=300,
@@ -131,7 +105,7 @@ _VALIDATE = """
 import json, sys
 from pathlib import Path
 
-from proof import installed_version
+from proof import NoPythonError, base_python, installed_version
 from harbor.utils.trajectory_validator import TrajectoryValidator
 for name in sys.argv[1:]:
     v = TrajectoryValidator()

@@ -3,8 +3,8 @@
 Facts used (read from the installed 1.16.0 package and its ``openhands-sdk``; see
 ``trajconv/codecs/openhands/README.md``):
 
-* it needs Python >= 3.12, so it gets its own venv made from a 3.12+ interpreter found the
-  way Harbor's loader finds one (PATH, then pyenv's versions);
+* it needs Python 3.12 exactly (``Requires-Python: ==3.12.*``), so it gets its own venv made
+  from a 3.12 found on PATH or under pyenv (:func:`proof.base_python`);
 * conversations live under ``~/.openhands/conversations/<hex id>/`` (``events/event-*.json``,
   ``base_state.json``);
 * ``openhands --headless --json --override-with-envs -t PROMPT`` runs one task and exits;
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from proof import installed_version
+from proof import NoPythonError, base_python, installed_version
 
 HARNESS = "openhands"
 PACKAGE = "openhands"
@@ -59,20 +59,15 @@ def find(tools_dir: Path) -> Path | None:
     return None
 
 
-def _base_python() -> str:
-    from proof.loaders import harbor
-
-    try:
-        return harbor._base_python()
-    except harbor.HarborLoaderError as exc:
-        raise OpenHandsLoaderError(str(exc).replace(harbor.PACKAGE, PACKAGE)) from exc
-
-
 def install(tools_dir: Path, *, timeout: float = 1800.0) -> Path:
     """Create ``tools_dir/openhands-venv`` with ``openhands==VERSION``; return the CLI."""
     found = find(tools_dir)
     if found is not None:
         return found
+    try:
+        base = base_python((3, 12), below=(3, 13))  # openhands' Requires-Python: ==3.12.*
+    except NoPythonError as exc:
+        raise OpenHandsLoaderError(f"{PACKAGE}=={VERSION}: {exc}") from exc
     venv = tools_dir.absolute() / VENV_NAME
     tools_dir.mkdir(parents=True, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="trajconv-openhands-install-")
@@ -80,7 +75,7 @@ def install(tools_dir: Path, *, timeout: float = 1800.0) -> Path:
     try:
         if not _python(venv).exists():
             subprocess.run(
-                [_base_python(), "-m", "venv", str(venv)],
+                [base, "-m", "venv", str(venv)],
                 check=True,
                 capture_output=True,
                 timeout=300,

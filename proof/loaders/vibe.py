@@ -1,8 +1,8 @@
 """Mistral Vibe (PyPI ``mistral-vibe``, Apache-2.0) as a loader.
 
 The CLI needs Python >= 3.12 (trajconv supports 3.11), so it lives in its own venv,
-``tools/vibe-venv``, made from a Python 3.12+ on PATH or under pyenv (the search is
-``proof.loaders.harbor``'s). Its wheel pins every dependency exactly, and one pin
+``tools/vibe-venv``, made from a Python 3.12+ on PATH or under pyenv
+(:func:`proof.base_python`). Its wheel pins every dependency exactly, and one pin
 (``certifi==2026.10.19``) may be missing from the index while its ``.post1`` release is
 there: so the pinned dependencies are installed from the wheel's own ``Requires-Dist``
 list, each missing exact pin replaced by the index's nearest post release, and then the
@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from proof import installed_version
+from proof import NoPythonError, base_python, installed_version
 
 HARNESS = "vibe"
 PACKAGE = "mistral-vibe"
@@ -95,15 +95,13 @@ def _post_release(pip: list[str], pin: str, env: dict[str, str]) -> str:
 
 def install(tools_dir: Path, *, timeout: float = 1200.0) -> Path:
     """Create ``tools_dir/vibe-venv`` with the pinned CLI; return ``vibe``. Idempotent."""
-    from proof.loaders.harbor import HarborLoaderError, _base_python
-
     found = find(tools_dir)
     if found is not None:
         return found
     try:
-        base = _base_python()
-    except HarborLoaderError as exc:
-        raise VibeLoaderError(str(exc)) from exc
+        base = base_python((3, 12))  # mistral-vibe's Requires-Python: >=3.12
+    except NoPythonError as exc:
+        raise VibeLoaderError(f"{PACKAGE}=={VERSION}: {exc}") from exc
     venv = tools_dir / VENV_NAME
     tools_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="trajconv-vibe-install-"))

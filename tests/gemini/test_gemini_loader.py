@@ -119,6 +119,8 @@ def test_the_cli_cleanup_deletes_an_old_session_unless_prepare_touched_it(
     resumed: dict[str, dict[str, Any]],
 ) -> None:
     raw, touched = resumed["cleanup-raw"], resumed["cleanup-touch"]
-    assert raw["files"] == [] and "No previous sessions" in raw["listing"]
+    # the CLI lists sessions while its cleanup runs, so under load the listing may still
+    # name the file the cleanup then deletes (seen in a full run): the files are the verdict
+    assert raw["files"] == []
     assert len(touched["files"]) == 1
     assert "[7d3e9a10-1111-4222-8333-944455556666]" in touched["listing"]

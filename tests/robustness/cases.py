@@ -120,6 +120,13 @@ def _opencode_units(snap: Snapshot, victim: Path) -> int | None:
         return None
 
 
+def _openhands_units(_snap: Snapshot, victim: Path) -> int:
+    """Event files of the conversation and of its sub-agents (the reader's unit)."""
+    from tests.openhands.test_openhands import _units
+
+    return _units(victim.parents[1])
+
+
 @dataclass(frozen=True)
 class Target:
     """Where a codec's fixtures keep the file to mutate, and how to count its units."""
@@ -185,6 +192,13 @@ TARGETS: dict[str, Target] = {
     # a transcript chunk of the one-session store (a changed checkpoint chunk no longer
     # matches its digest: vibe refuses it, and so does the reader)
     "vibe": Target("vibe", "recorded-tools/store/*/chunks/*.json", "text", _vibe_units),
+    # one SDK event a file; the reader is given the events/ folder the victim is in
+    "openhands": Target(
+        "openhands",
+        "recorded-*/.openhands/conversations/*/events/event-*.json",
+        "text",
+        _openhands_units,
+    ),
 }
 
 
