@@ -12,7 +12,7 @@ import shlex
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +27,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _emit_json(value: Any) -> None:
     click.echo(json_text(value))
+
+
+def _result(result: Any, as_json: bool, line: str) -> None:
+    """What a command did: ``result.to_json()`` as JSON, or ``line``."""
+    if as_json:
+        _emit_json(result.to_json())
+    else:
+        echo(line)
 
 
 def _complete_harness(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -288,6 +296,35 @@ def _quiet_stdout() -> None:
         pass
 
 
+JSON = click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+
+
+def _json_opt(help_text: str) -> Callable[[F], F]:
+    """``--json`` with a help text of its own."""
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def _out_opt(dest: str, help_text: str, *, required: bool = False) -> Callable[[F], F]:
+    """``-o``/``--out``/``--output``: the file or folder a command writes, as ``dest``."""
+    return click.option(
+        "-o",
+        "--out",
+        "--output",
+        dest,
+        type=click.Path(path_type=Path),
+        default=None,
+        required=required,
+        help=help_text,
+    )
+
+
+def _home_opt(help_text: str) -> Callable[[F], F]:
+    """``--home``: a home folder given in place of the default one."""
+    return click.option(
+        "--home", type=click.Path(file_okay=False, path_type=Path), default=None, help=help_text
+    )
+
+
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="trajconv")
 def cli() -> None:
@@ -303,7 +340,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 @click.option(
     "--write-docs",
     "docs_dir",
@@ -407,14 +444,7 @@ FORCE = click.option(
     help_text="harness the session comes from; told from PATH's files when left out",
 )
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "--output",
-    "output",
-    type=click.Path(path_type=Path),
-    help="Snapshot file (default: stdout); an existing one is kept unless --force",
-)
+@_out_opt("output", "Snapshot file (default: stdout); an existing one is kept unless --force")
 @SESSION
 @FORCE
 @limit_options
@@ -452,16 +482,8 @@ def _say(note: str | None) -> None:
 @cli.command()
 @_harness_opt("--to", "target", help_text="harness to write for", required=True)
 @click.argument("snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "--output",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="export folder (a new one)",
-)
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@_out_opt("out", "export folder (a new one)", required=True)
+@JSON
 @write_options
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
     """Write a Snapshot as an export for another harness (native files + prepare.py)."""
@@ -497,15 +519,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
 )
 @_harness_opt("--to", "target", help_text="harness to write for", required=True)
 @click.argument("path", required=False)
-@click.option(
-    "-o",
-    "--out",
-    "--output",
-    "out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="export folder (with --install, a new temporary one when left out)",
-)
+@_out_opt("out", "export folder (with --install, a new temporary one when left out)")
 @SESSION
 @click.option(
     "--latest",
@@ -527,14 +541,9 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
     help="also install the export (run its prepare.py) into your home or --home; "
     "refuses to replace a session",
 )
-@click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="with --install: the home to install into (default: yours)",
-)
+@_home_opt("with --install: the home to install into (default: yours)")
 @FORCE
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 @write_options
 @limit_options
 def convert(
@@ -614,7 +623,7 @@ def convert(
 
 @cli.command()
 @click.argument("file", type=StorePath(exists=True, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 def verify(file: Path, as_json: bool) -> None:
     """Recompute a Snapshot's hashes; name the first broken record or artifact.
 
@@ -643,33 +652,54 @@ def verify(file: Path, as_json: bool) -> None:
         doc = io.read_document(file)
         io.validate_document(doc, str(file), check=False)
         report = io.verify_document(doc, artifact_resolver(file))
+    kids = (
+        f", {report.children} sub-agents with {report.child_records} records"
+        if report.children
+        else ""
+    )
+    _say_verified(
+        file,
+        report.ok,
+        report.problems,
+        as_json=as_json,
+        json_value={
+            "file": str(file),
+            "ok": report.ok,
+            "id": report.snapshot_id,
+            "records": report.records,
+            "artifacts": report.artifacts,
+            "children": report.children,
+            "child_records": report.child_records,
+            "problems": report.problems,
+        },
+        ok_line=f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} "
+        f"artifacts{kids})",
+    )
+
+
+def _say_verified(
+    where: Path | str,
+    ok: bool,
+    problems: Iterable[str],
+    *,
+    as_json: bool,
+    json_value: Any,
+    ok_line: str,
+    notes: Iterable[str] = (),
+) -> None:
+    """What ``verify`` found: the JSON, or the ``ok`` line or each problem (on stderr) and
+    then each note; it exits 1 when something is broken."""
     if as_json:
-        _emit_json(
-            {
-                "file": str(file),
-                "ok": report.ok,
-                "id": report.snapshot_id,
-                "records": report.records,
-                "artifacts": report.artifacts,
-                "children": report.children,
-                "child_records": report.child_records,
-                "problems": report.problems,
-            }
-        )
-    elif report.ok:
-        kids = (
-            f", {report.children} sub-agents with {report.child_records} records"
-            if report.children
-            else ""
-        )
-        echo(
-            f"ok {report.snapshot_id} ({report.records} records, {report.artifacts} artifacts"
-            f"{kids})"
-        )
+        _emit_json(json_value)
+    elif ok:
+        echo(ok_line)
     else:
-        for p in report.problems:
-            echo(f"{file}: {p}", err=True)
-    if not report.ok:
+        for p in problems:
+            echo(f"{where}: {p}", err=True)
+    if not as_json:
+        for note in notes:
+            echo(f"# note: {note}", err=True)
+    if not ok:
         sys.exit(1)
 
 
@@ -714,7 +744,7 @@ def verify(file: Path, as_json: bool) -> None:
     "`discover --grep` lists them (through the index of `trajconv search`), and name its "
     "records that hold it on stderr; PATH, if given, is the home to look in",
 )
-@click.option("--json", "as_json", is_flag=True, help="the Snapshot (or the diff) as JSON")
+@_json_opt("the Snapshot (or the diff) as JSON")
 @limit_options
 def show(**kw: Any) -> None:
     """See a session: in the terminal, as Markdown, or as one self-contained HTML page.
@@ -744,12 +774,7 @@ def show(**kw: Any) -> None:
 
 @cli.command()
 @click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="home folder to install into (default: yours)",
-)
+@_home_opt("home folder to install into (default: yours)")
 @click.option("--dry-run", is_flag=True, help="print the plan, write nothing")
 def prepare(out: Path, home: Path | None, dry_run: bool) -> None:
     """Install an export (runs OUT/prepare.py with the same options)."""
@@ -785,7 +810,7 @@ def schema() -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 def diagnostics(as_json: bool) -> None:
     """List every diagnostic code with its severity and meaning."""
     from trajconv.snapshot.diagnostics import REGISTRY
@@ -819,12 +844,8 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
 
 @cli.command()
 @_harness_opt("--harness", help_text="only this harness (repeat for several)", multiple=True)
-@click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="list this home (a user home, or a harness folder such as ~/.grok) instead of "
-    "the default ones",
+@_home_opt(
+    "list this home (a user home, or a harness folder such as ~/.grok) instead of the default ones"
 )
 @click.option("--cwd", default=None, help="only sessions whose working directory is this one")
 @click.option(
@@ -838,7 +859,7 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
     "index of `trajconv search`)",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="at most N sessions")
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 @VERBOSE
 def discover(
     harness: tuple[str, ...],
@@ -901,7 +922,7 @@ def discover(
     show_default=True,
     help="with --write: pairs run at once, in worker processes",
 )
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 def parity(write_: bool, check_: bool, jobs: int, as_json: bool) -> None:
     """Which harness pairs are supported, and how each claim was verified."""
     from trajconv import parity as parity_mod
@@ -952,21 +973,16 @@ def _verify_store(store: Path | str, as_json: bool) -> None:
     from trajconv.store import verify_store
 
     report = verify_store(store)
-    if as_json:
-        _emit_json(report.to_json())
-    elif report.ok:
-        echo(
-            f"ok {store}: {report.snapshots} Snapshots, {report.artifacts} artifacts, "
-            f"{report.index_rows} index rows, {report.sessions} sessions"
-        )
-    else:
-        for p in report.problems:
-            echo(f"{store}: {p}", err=True)
-    if not as_json:
-        for note in report.notes:
-            echo(f"# note: {note}", err=True)
-    if not report.ok:
-        sys.exit(1)
+    _say_verified(
+        store,
+        report.ok,
+        report.problems,
+        as_json=as_json,
+        json_value=report.to_json(),
+        ok_line=f"ok {store}: {report.snapshots} Snapshots, {report.artifacts} artifacts, "
+        f"{report.index_rows} index rows, {report.sessions} sessions",
+        notes=report.notes,
+    )
 
 
 class _ArchiveGroup(click.Group):
@@ -1081,14 +1097,9 @@ def _reading_progress(path: Path | None, console: Any = None) -> Any:
 @archive.command("run")
 @click.argument("store", type=StorePath(file_okay=False, path_type=Path))
 @_harness_opt("--harness", help_text="only this harness")
-@click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="native home to archive instead of each harness's default one",
-)
+@_home_opt("native home to archive instead of each harness's default one")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, help="read N sessions in parallel")
-@click.option("--json", "as_json", is_flag=True, help="machine-readable summary")
+@_json_opt("machine-readable summary")
 @VERBOSE
 @limit_options
 def archive_run(
@@ -1141,7 +1152,7 @@ def archive_run(
 @click.argument("store", type=StorePath(exists=True, file_okay=False, path_type=Path))
 @click.argument("session", required=False)
 @click.option("--harness", default=None, help="only this harness")
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 def archive_log(store: Path, session: str | None, harness: str | None, as_json: bool) -> None:
     """List archived sessions, or one SESSION's Snapshot history (oldest first)."""
     from trajconv.errors import UsageError
@@ -1185,7 +1196,7 @@ def archive_log(store: Path, session: str | None, harness: str | None, as_json: 
     help="tar.gz: the store as one checked file (import restores it); parquet: a folder "
     "with the sessions and records tables, for DuckDB, Spark or any Arrow engine",
 )
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
     """Write STORE as one .tar.gz FILE with a sha256 manifest (the store must verify),
     or with --format parquet as a Parquet dataset in the folder FILE.
@@ -1200,41 +1211,38 @@ def archive_export(store: Path, file: Path, fmt: str, as_json: bool) -> None:
 
         with open_store(store) as st:
             done = export_parquet(st, file)
-        if as_json:
-            _emit_json(done.to_json())
-            return
-        echo(
+        _result(
+            done,
+            as_json,
             f"exported {store} to {file} as Parquet: {done.sessions} sessions, "
-            f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)"
+            f"{done.records} records in {len(done.partitions)} partitions (sessions/, records/)",
         )
         return
     if not file.parent.is_dir():
         raise UsageError(f"{file}: the folder {file.parent} does not exist")
     moved = export_store(store, file)
-    if as_json:
-        _emit_json(moved.to_json())
-        return
-    echo(
+    _result(
+        moved,
+        as_json,
         f"exported {store} to {file}: {moved.files} files, {moved.bytes} bytes "
-        f"({moved.snapshots} Snapshots, {moved.index_rows} index rows)"
+        f"({moved.snapshots} Snapshots, {moved.index_rows} index rows)",
     )
 
 
 @archive.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("store", type=StorePath(file_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@JSON
 def archive_import(file: Path, store: Path, as_json: bool) -> None:
     """Unpack an exported FILE into a new STORE; a damaged file is refused."""
     from trajconv.store import import_store
 
     moved = import_store(file, store)
-    if as_json:
-        _emit_json(moved.to_json())
-        return
-    echo(
+    _result(
+        moved,
+        as_json,
         f"imported {file} into {store}: {moved.files} files, {moved.bytes} bytes "
-        f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified"
+        f"({moved.snapshots} Snapshots, {moved.index_rows} index rows); verified",
     )
 
 

@@ -17,6 +17,7 @@ from typing import Literal
 from trajconv.snapshot.models import Diagnostic
 
 Severity = Literal["info", "warning", "error"]
+Side = Literal["reader", "writer"]
 MAX_SAMPLES = 5
 MAX_NAMES = 32
 
@@ -28,356 +29,207 @@ class Code:
     meaning: str
     units: bool = False
     """True when the count is a number of native units left out of records."""
-    side: Literal["reader", "writer"] = "reader"
+    side: Side = "reader"
 
 
-def _r(code: str, severity: Severity, meaning: str, *, units: bool = True) -> Code:
-    return Code(code, severity, meaning, units=units, side="reader")
-
-
-def _w(code: str, severity: Severity, meaning: str) -> Code:
-    return Code(code, severity, meaning, units=False, side="writer")
-
-
-_CODES: tuple[Code, ...] = (
-    # reader: units left out of records, counted
-    _r("blank-line", "info", "blank line in a line-oriented log, skipped"),
-    _r("torn-line", "warning", "line that is not complete JSON (a torn or partial write), skipped"),
-    _r("invalid-line", "warning", "line that is not valid UTF-8 or not a valid record, skipped"),
-    _r(
-        "unknown-kind",
-        "warning",
-        "native unit of a kind this reader does not know, kept in artifacts",
-    ),
-    _r(
-        "lifecycle-dropped",
-        "info",
-        "lifecycle, telemetry or UI-state unit with no conversational content",
-    ),
-    _r("superseded-progress", "info", "non-terminal tool progress update, folded into its call"),
-    _r(
-        "repeated-terminal-result",
-        "warning",
-        "terminal tool update after the first one for the same call",
-    ),
-    _r("orphan-tool-result", "warning", "tool result or update for a call the session never made"),
-    _r("orphan-part", "warning", "part of a message that is not in the store, kept in artifacts"),
-    _r("rewound", "info", "unit on a branch the user rewound; kept in artifacts, not in records"),
-    _r(
-        "redacted-content",
-        "info",
-        "encrypted or redacted content, kept in artifacts, never decoded",
-    ),
-    _r("merged-chunk", "info", "streamed chunk merged into the record of its first chunk"),
-    _r("duplicate-message", "info", "the same message written again, deduplicated by its id"),
-    _r("compaction-state", "info", "compaction or checkpoint state, kept in artifacts"),
-    _r(
-        "not-resumed-file",
-        "info",
-        "line of a session file the harness does not resume from (another file of the same "
-        "session holds the conversation), kept in artifacts",
-    ),
-    _r(
-        "aborted-message",
-        "info",
-        "assistant message that ended in an error or was aborted, which the harness does not "
-        "send its model again; kept in artifacts",
-    ),
-    _r(
-        "subagent-separate",
-        "warning",
-        "sub-agent this reader keeps as a session of its own, not as a child of this Snapshot: "
-        "a conversion of this session does not carry it (convert it by the id the sample names)",
-        units=False,
-    ),
-    _r(
-        "subagent-unlinked",
-        "warning",
-        "sub-agent whose spawning call is not among the session's tool calls: kept as a child "
-        "without a parent_call_id",
-        units=False,
-    ),
-    _r(
-        "crash-tail",
-        "warning",
-        "unfinished tail of a crashed write, which the harness itself drops",
-    ),
-    _r("empty-content", "info", "unit with no text or call to project"),
-    _r(
-        "non-text-content",
-        "info",
-        "image, audio or resource block kept in artifacts, not projected",
-    ),
+_TABLE: dict[tuple[Side, bool, Severity], dict[str, str]] = {
+    # (side, whether the count is a number of native units, severity): {code: meaning}
+    # reader: native units left out of records, counted (``units``)
+    ("reader", True, "info"): {
+        "blank-line": "blank line in a line-oriented log, skipped",
+        "lifecycle-dropped": "lifecycle, telemetry or UI-state unit with no conversational content",
+        "superseded-progress": "non-terminal tool progress update, folded into its call",
+        "rewound": "unit on a branch the user rewound; kept in artifacts, not in records",
+        "redacted-content": "encrypted or redacted content, kept in artifacts, never decoded",
+        "merged-chunk": "streamed chunk merged into the record of its first chunk",
+        "duplicate-message": "the same message written again, deduplicated by its id",
+        "compaction-state": "compaction or checkpoint state, kept in artifacts",
+        "not-resumed-file": (
+            "line of a session file the harness does not resume from (another file of the same "
+            "session holds the conversation), kept in artifacts"
+        ),
+        "aborted-message": (
+            "assistant message that ended in an error or was aborted, which the harness does not "
+            "send its model again; kept in artifacts"
+        ),
+        "empty-content": "unit with no text or call to project",
+        "non-text-content": "image, audio or resource block kept in artifacts, not projected",
+        "nested-namespace": (
+            "state rows of a subgraph or subagent namespace; kept in artifacts, not projected"
+        ),
+    },
+    ("reader", True, "warning"): {
+        "torn-line": "line that is not complete JSON (a torn or partial write), skipped",
+        "invalid-line": "line that is not valid UTF-8 or not a valid record, skipped",
+        "unknown-kind": "native unit of a kind this reader does not know, kept in artifacts",
+        "repeated-terminal-result": "terminal tool update after the first one for the same call",
+        "orphan-tool-result": "tool result or update for a call the session never made",
+        "orphan-part": "part of a message that is not in the store, kept in artifacts",
+        "crash-tail": "unfinished tail of a crashed write, which the harness itself drops",
+        "pending-writes": (
+            "writes of an unfinished step, not yet part of the saved state; kept in artifacts"
+        ),
+    },
     # reader: facts about the session, not unit counts
-    _r(
-        "media-part",
-        "info",
-        "image or audio part of a message, kept in artifacts, not projected",
-        units=False,
-    ),
-    _r(
-        "session-id-derived",
-        "info",
-        "the source names no session id; the id is derived from its bytes",
-        units=False,
-    ),
-    _r(
-        "continuation-missing",
-        "warning",
-        "the file that continues this session is absent or outside its folder; not read",
-        units=False,
-    ),
-    _r(
-        "metadata-missing",
-        "warning",
-        "metadata sidecar absent; session facts left null",
-        units=False,
-    ),
-    _r(
-        "metadata-invalid",
-        "warning",
-        "metadata sidecar unreadable; session facts left null",
-        units=False,
-    ),
-    _r("pending-tool-call", "warning", "tool call with no result in the source", units=False),
-    _r("chain-break", "warning", "native id/parent chain is broken at this unit", units=False),
-    _r(
-        "block-dropped",
-        "info",
-        "image, orphan result or redacted block inside a message that gave other records; "
-        "kept in artifacts, not projected",
-        units=False,
-    ),
-    _r(
-        "symlink-skipped",
-        "warning",
-        "file beside the session that is a symbolic link (it may point anywhere): not read",
-        units=False,
-    ),
-    _r(
-        "ids-not-unique",
-        "info",
-        "native ids repeat, so record ids come from positions",
-        units=False,
-    ),
-    _r(
-        "replaced-bytes",
-        "warning",
-        "line with bytes that are not UTF-8, kept with each such byte replaced by U+FFFD",
-        units=False,
-    ),
-    _r(
-        "bom-stripped",
-        "info",
-        "line starting with a UTF-8 byte-order mark, kept without the mark",
-        units=False,
-    ),
-    _r("secret-dropped", "info", "credential-like field left out of the Snapshot", units=False),
-    _r(
-        "secret-redacted",
-        "info",
-        "secrets found in the session's text were replaced by [REDACTED:<kind>] and its native "
-        "bytes (artifacts) left out (--redact; counted by kind)",
-        units=False,
-    ),
-    _r(
-        "pending-writes",
-        "warning",
-        "writes of an unfinished step, not yet part of the saved state; kept in artifacts",
-    ),
-    _r(
-        "nested-namespace",
-        "info",
-        "state rows of a subgraph or subagent namespace; kept in artifacts, not projected",
-    ),
-    _r(
-        "context-not-projected",
-        "info",
-        "text the harness put around or before the user's messages for the model (date, "
-        "workspace facts, reminders) is kept in artifacts, not in the records",
-        units=False,
-    ),
-    _r(
-        "repeated-result-replayed",
-        "info",
-        "a second copy of a tool result that the harness also sends its model (so its model "
-        "saw the result twice) is not a record; a target shows the result once",
-        units=False,
-    ),
-    _r(
-        "provider-ids-not-projected",
-        "info",
-        "ids a model provider gave a message's parts (Responses-API items) or the message's "
-        "name are kept in artifacts, not in the records; a target is written without them",
-        units=False,
-    ),
-    # writer
-    _w("untranslated-reasoning", "warning", "reasoning the target cannot hold was left out"),
-    _w(
-        "untranslated-subagent",
-        "warning",
-        "records of a sub-agent session the target cannot hold as a child were left out "
-        "(counted by record; samples name the child session)",
-    ),
-    _w("untranslated-system", "warning", "system text the target cannot hold was left out"),
-    _w("untranslated-observation", "warning", "observation the target cannot hold was left out"),
-    _w(
-        "untranslated-tool-call",
-        "warning",
-        "a tool call the target holds as text shown to the user only (a text-only history): "
-        "its model is not sent it",
-    ),
-    _w(
-        "untranslated-tool-result",
-        "warning",
-        "a tool result the target holds as text shown to the user only (a text-only history): "
-        "its model is not sent it",
-    ),
-    _w(
-        "system-not-sent",
-        "info",
-        "system text is kept in the target's files, but its CLI does not send it to the model "
-        "when the session is continued",
-    ),
-    _w("untranslated-assistant", "warning", "assistant text the target cannot hold was left out"),
-    _w(
-        "user-read-as-context",
-        "info",
-        "a user message that opens as the target's own injected context does (Claude Code's "
-        "<system-reminder>) is sent to the model as written, but the target's reader takes it "
-        "for the harness's context, not a prompt",
-    ),
-    _w(
-        "untranslated-tool-status",
-        "warning",
-        "tool success flag the target cannot hold was left out",
-    ),
-    _w("untranslated-exit-code", "info", "process exit status the target cannot hold was left out"),
-    _w("untranslated-model", "info", "model name the target cannot hold was left out"),
-    _w("untranslated-time", "info", "timestamps the target cannot hold were left out"),
-    _w("untranslated-title", "info", "session title the target cannot hold was left out"),
-    _w("untranslated-branch", "info", "git branch the target cannot hold was left out"),
-    _w(
-        "untranslated-cwd",
-        "warning",
-        "working directory the target cannot hold as it is was left out or changed",
-    ),
-    _w(
-        "user-read-as-command",
-        "warning",
-        "a user message that opens as a command does (Gemini CLI's / or ?) is kept in the "
-        "target's files, but its CLI neither sends it to the model nor reads it as a prompt",
-    ),
-    _w(
-        "untranslated-parent-session",
-        "info",
-        "parent session id the target cannot hold was left out",
-    ),
-    _w(
-        "untranslated-steering",
-        "warning",
-        "user guidance given inside a running turn, which the target cannot hold, was left out",
-    ),
-    _w(
-        "defaults-assumed",
-        "info",
-        "fields the target requires and the source lacks were set to the target's own defaults",
-    ),
-    _w(
-        "untranslated-artifact", "info", "native sidecar bytes the target cannot hold were left out"
-    ),
-    _w(
-        "untranslated-message-boundary",
-        "info",
-        "consecutive messages of one role become one message in the target",
-    ),
-    _w(
-        "untranslated-tool-arguments",
-        "warning",
-        'tool arguments that are not a JSON object were written as {"_raw": text}',
-    ),
-    _w(
-        "unlinked-result",
-        "warning",
-        "tool result whose call is not in the session, written without its link",
-    ),
-    _w(
-        "reordered-result",
-        "info",
-        "tool result moved next to its call, where the target needs it",
-    ),
-    _w(
-        "untranslated-note-kind",
-        "info",
-        "an error or warning note is written as an info note: the target's error and warning "
-        "events need fields the Snapshot does not hold (error type, status code)",
-    ),
-    _w("untranslated-pending-call", "warning", "tool call without a result was left out"),
-    _w(
-        "unanswered-turn",
-        "warning",
-        "the last turn has no final answer and was written so (--allow-lossy); "
-        "the target sees it unanswered",
-    ),
-    _w("untranslated-orphan-result", "warning", "tool result without its call was left out"),
-    _w(
-        "timestamps-synthesized",
-        "warning",
-        "the target needs times the source lacks; derived, not real",
-    ),
-    _w(
-        "ids-derived",
-        "info",
-        "ids the target needs were derived deterministically from the Snapshot",
-    ),
-    _w("title-missing", "info", "the source has no title; the target shows none"),
-    _w(
-        "exit-status-in-text",
-        "info",
-        "the target's tool output has no status field; the exit code or failure heads "
-        "the output text, as its own tools print it",
-    ),
-    _w(
-        "reasoning-as-text",
-        "info",
-        "the target replays reasoning as reasoning only to the model that wrote it; any other "
-        "model continuing the session gets it as assistant text, joined with its step's text",
-    ),
-    _w(
-        "codex-model-provider",
-        "info",
-        "the Codex session names this model_provider; Codex resumes it only under that "
-        "provider (writer option model_provider)",
-    ),
-    _w(
-        "model-assumed",
-        "info",
-        "a record without a model reads back with the model of its message or of an earlier one",
-    ),
-    _w(
-        "tool-status-assumed",
-        "warning",
-        "the source does not say whether a tool succeeded; the target needs a status",
-    ),
-    _w("cwd-missing", "warning", "the source has no working directory; the target needs one"),
-    _w(
-        "target-prompt-missing",
-        "warning",
-        "the target keeps its own system prompt in the session, which the source lacks: it is "
-        "written empty, so the continued agent runs without its harness's instructions",
-    ),
-    _w(
-        "context-as-system",
-        "info",
-        "system text (context the source's harness may have sent inside a user message) is "
-        "sent to the target's model as a system message",
-    ),
-    _w(
-        "time-stamped-on-load",
-        "info",
-        "records without a time are written without one; the target's CLI gives them the time "
-        "it loads them (in memory, never saved)",
-    ),
+    ("reader", False, "info"): {
+        "media-part": "image or audio part of a message, kept in artifacts, not projected",
+        "session-id-derived": "the source names no session id; the id is derived from its bytes",
+        "block-dropped": (
+            "image, orphan result or redacted block inside a message that gave other records; kept "
+            "in artifacts, not projected"
+        ),
+        "ids-not-unique": "native ids repeat, so record ids come from positions",
+        "bom-stripped": "line starting with a UTF-8 byte-order mark, kept without the mark",
+        "secret-dropped": "credential-like field left out of the Snapshot",
+        "secret-redacted": (
+            "secrets found in the session's text were replaced by [REDACTED:<kind>] and its native "
+            "bytes (artifacts) left out (--redact; counted by kind)"
+        ),
+        "context-not-projected": (
+            "text the harness put around or before the user's messages for the model (date, "
+            "workspace facts, reminders) is kept in artifacts, not in the records"
+        ),
+        "repeated-result-replayed": (
+            "a second copy of a tool result that the harness also sends its model (so its model "
+            "saw the result twice) is not a record; a target shows the result once"
+        ),
+        "provider-ids-not-projected": (
+            "ids a model provider gave a message's parts (Responses-API items) or the message's "
+            "name are kept in artifacts, not in the records; a target is written without them"
+        ),
+    },
+    ("reader", False, "warning"): {
+        "subagent-separate": (
+            "sub-agent this reader keeps as a session of its own, not as a child of this Snapshot: "
+            "a conversion of this session does not carry it (convert it by the id the sample "
+            "names)"
+        ),
+        "subagent-unlinked": (
+            "sub-agent whose spawning call is not among the session's tool calls: kept as a child "
+            "without a parent_call_id"
+        ),
+        "continuation-missing": (
+            "the file that continues this session is absent or outside its folder; not read"
+        ),
+        "metadata-missing": "metadata sidecar absent; session facts left null",
+        "metadata-invalid": "metadata sidecar unreadable; session facts left null",
+        "pending-tool-call": "tool call with no result in the source",
+        "chain-break": "native id/parent chain is broken at this unit",
+        "symlink-skipped": (
+            "file beside the session that is a symbolic link (it may point anywhere): not read"
+        ),
+        "replaced-bytes": (
+            "line with bytes that are not UTF-8, kept with each such byte replaced by U+FFFD"
+        ),
+    },
+    # writer: what the target cannot hold, or had to derive
+    ("writer", False, "info"): {
+        "system-not-sent": (
+            "system text is kept in the target's files, but its CLI does not send it to the model "
+            "when the session is continued"
+        ),
+        "user-read-as-context": (
+            "a user message that opens as the target's own injected context does (Claude Code's "
+            "<system-reminder>) is sent to the model as written, but the target's reader takes it "
+            "for the harness's context, not a prompt"
+        ),
+        "untranslated-exit-code": "process exit status the target cannot hold was left out",
+        "untranslated-model": "model name the target cannot hold was left out",
+        "untranslated-time": "timestamps the target cannot hold were left out",
+        "untranslated-title": "session title the target cannot hold was left out",
+        "untranslated-branch": "git branch the target cannot hold was left out",
+        "untranslated-parent-session": "parent session id the target cannot hold was left out",
+        "defaults-assumed": (
+            "fields the target requires and the source lacks were set to the target's own defaults"
+        ),
+        "untranslated-artifact": "native sidecar bytes the target cannot hold were left out",
+        "untranslated-message-boundary": (
+            "consecutive messages of one role become one message in the target"
+        ),
+        "reordered-result": "tool result moved next to its call, where the target needs it",
+        "untranslated-note-kind": (
+            "an error or warning note is written as an info note: the target's error and warning "
+            "events need fields the Snapshot does not hold (error type, status code)"
+        ),
+        "ids-derived": "ids the target needs were derived deterministically from the Snapshot",
+        "title-missing": "the source has no title; the target shows none",
+        "exit-status-in-text": (
+            "the target's tool output has no status field; the exit code or failure heads the "
+            "output text, as its own tools print it"
+        ),
+        "reasoning-as-text": (
+            "the target replays reasoning as reasoning only to the model that wrote it; any other "
+            "model continuing the session gets it as assistant text, joined with its step's text"
+        ),
+        "codex-model-provider": (
+            "the Codex session names this model_provider; Codex resumes it only under that "
+            "provider (writer option model_provider)"
+        ),
+        "model-assumed": (
+            "a record without a model reads back with the model of its message or of an earlier one"
+        ),
+        "context-as-system": (
+            "system text (context the source's harness may have sent inside a user message) is "
+            "sent to the target's model as a system message"
+        ),
+        "time-stamped-on-load": (
+            "records without a time are written without one; the target's CLI gives them the time "
+            "it loads them (in memory, never saved)"
+        ),
+    },
+    ("writer", False, "warning"): {
+        "untranslated-reasoning": "reasoning the target cannot hold was left out",
+        "untranslated-subagent": (
+            "records of a sub-agent session the target cannot hold as a child were left out "
+            "(counted by record; samples name the child session)"
+        ),
+        "untranslated-system": "system text the target cannot hold was left out",
+        "untranslated-observation": "observation the target cannot hold was left out",
+        "untranslated-tool-call": (
+            "a tool call the target holds as text shown to the user only (a text-only history): "
+            "its model is not sent it"
+        ),
+        "untranslated-tool-result": (
+            "a tool result the target holds as text shown to the user only (a text-only history): "
+            "its model is not sent it"
+        ),
+        "untranslated-assistant": "assistant text the target cannot hold was left out",
+        "untranslated-tool-status": "tool success flag the target cannot hold was left out",
+        "untranslated-cwd": (
+            "working directory the target cannot hold as it is was left out or changed"
+        ),
+        "user-read-as-command": (
+            "a user message that opens as a command does (Gemini CLI's / or ?) is kept in the "
+            "target's files, but its CLI neither sends it to the model nor reads it as a prompt"
+        ),
+        "untranslated-steering": (
+            "user guidance given inside a running turn, which the target cannot hold, was left out"
+        ),
+        "untranslated-tool-arguments": (
+            'tool arguments that are not a JSON object were written as {"_raw": text}'
+        ),
+        "unlinked-result": "tool result whose call is not in the session, written without its link",
+        "untranslated-pending-call": "tool call without a result was left out",
+        "unanswered-turn": (
+            "the last turn has no final answer and was written so (--allow-lossy); the target sees "
+            "it unanswered"
+        ),
+        "untranslated-orphan-result": "tool result without its call was left out",
+        "timestamps-synthesized": "the target needs times the source lacks; derived, not real",
+        "tool-status-assumed": (
+            "the source does not say whether a tool succeeded; the target needs a status"
+        ),
+        "cwd-missing": "the source has no working directory; the target needs one",
+        "target-prompt-missing": (
+            "the target keeps its own system prompt in the session, which the source lacks: it is "
+            "written empty, so the continued agent runs without its harness's instructions"
+        ),
+    },
+}
+_CODES: tuple[Code, ...] = tuple(
+    Code(code, severity, meaning, units=units, side=side)
+    for (side, units, severity), codes in _TABLE.items()
+    for code, meaning in codes.items()
 )
 
 REGISTRY: dict[str, Code] = {c.code: c for c in _CODES}
