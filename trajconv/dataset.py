@@ -45,6 +45,24 @@ from trajconv.errors import TrajconvError, UsageError
 MANIFEST_FORMAT = "trajconv.dataset/1"
 TABLE_FORMATS = ("openai", "sharegpt", "parquet")
 PARQUET_BATCH = 256
+PARQUET_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("harness", "string"),
+    ("session_id", "string"),
+    ("snapshot_id", "string"),
+    ("parent_session_id", "string"),
+    ("parent_call_id", "string"),
+    ("title", "string"),
+    ("model", "string"),
+    ("cwd", "string"),
+    ("created_at", "string"),
+    ("updated_at", "string"),
+    ("turns", "int64"),
+    ("tool_calls", "int64"),
+    ("failed_calls", "int64"),
+    ("truncated", "bool_"),
+)
+"""The ``parquet`` format's columns before ``messages`` (types as in
+:data:`trajconv.parquet.Column`)."""
 
 
 def document_formats() -> list[str]:
@@ -515,47 +533,25 @@ def _sink(fmt: str, stage: Path) -> Callable[[Any], None]:
 
 
 def _parquet_sink(path: Path) -> Callable[[Any], None]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise UsageError(
-            "--format parquet needs pyarrow: pip install 'trajconv[parquet]'"
-        ) from None
+    from trajconv.parquet import arrow, arrow_fields
+
+    pa, pq = arrow("--format parquet")
+    function = pa.struct(arrow_fields(pa, (("name", "string"), ("arguments", "string"))))
     call = pa.struct(
-        [
-            ("id", pa.string()),
-            ("type", pa.string()),
-            ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())])),
-        ]
+        arrow_fields(pa, (("id", "string"), ("type", "string"), ("function", function)))
     )
     message = pa.struct(
-        [
-            ("role", pa.string()),
-            ("content", pa.string()),
-            ("tool_call_id", pa.string()),
-            ("tool_calls", pa.list_(call)),
-        ]
+        arrow_fields(
+            pa,
+            (
+                ("role", "string"),
+                ("content", "string"),
+                ("tool_call_id", "string"),
+                ("tool_calls", pa.list_(call)),
+            ),
+        )
     )
-    schema = pa.schema(
-        [
-            ("harness", pa.string()),
-            ("session_id", pa.string()),
-            ("snapshot_id", pa.string()),
-            ("parent_session_id", pa.string()),
-            ("parent_call_id", pa.string()),
-            ("title", pa.string()),
-            ("model", pa.string()),
-            ("cwd", pa.string()),
-            ("created_at", pa.string()),
-            ("updated_at", pa.string()),
-            ("turns", pa.int64()),
-            ("tool_calls", pa.int64()),
-            ("failed_calls", pa.int64()),
-            ("truncated", pa.bool_()),
-            ("messages", pa.list_(message)),
-        ]
-    )
+    schema = pa.schema(arrow_fields(pa, (*PARQUET_COLUMNS, ("messages", pa.list_(message)))))
     writer = pq.ParquetWriter(path, schema)
     batch: list[dict[str, Any]] = []
 

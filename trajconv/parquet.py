@@ -27,12 +27,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajconv.errors import UsageError
+from trajconv.snapshot.models import RECORD_KINDS
 from trajconv.snapshot.spool import record_dicts
 from trajconv.staging import staged_folder
 
@@ -59,60 +60,64 @@ GROUP_BYTES = 4 * 1024**2
 HELD_BYTES = 32 * 1024**2
 """Text bytes all partitions of a table may hold together before every one is written."""
 
-KINDS = ("user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation")
+KINDS = RECORD_KINDS
+
+SESSION_FACTS = ("title", "cwd", "model", "branch", "created_at", "updated_at", "parent_session_id")
+"""The Snapshot's session facts a ``sessions`` row holds, by their names in it (a ``*_at``
+fact is a timestamp)."""
+
+Column = tuple[str, Any]
+"""A column: its name and its type, the name of the pyarrow function that makes the type
+(``string``, ``int64``, ``bool_``...), ``timestamp`` (milliseconds, UTC) or a pyarrow type."""
+
+SESSION_COLUMNS: tuple[Column, ...] = (
+    ("session_id", "string"),
+    *((f, "timestamp" if f.endswith("_at") else "string") for f in SESSION_FACTS),
+    ("snapshot_id", "string"),
+    ("archived_at", "timestamp"),
+    ("snapshots", "int32"),
+    ("records", "int64"),
+    *((f"n_{k.replace('-', '_')}", "int64") for k in KINDS),
+    ("failed_tool_results", "int64"),
+)
+RECORD_COLUMNS: tuple[Column, ...] = (
+    ("session_id", "string"),
+    ("snapshot_id", "string"),
+    ("seq", "int64"),
+    ("record_id", "string"),
+    ("kind", "string"),
+    ("time", "timestamp"),
+    ("turn", "int64"),
+    ("text", "large_string"),
+    ("model", "string"),
+    ("tool_name", "string"),
+    ("arguments", "large_string"),
+    ("call_id", "string"),
+    ("ok", "bool_"),
+    ("exit_code", "int64"),
+    ("truncated", "bool_"),
+)
 
 
-def _arrow() -> tuple[Any, Any]:
+def arrow(needs: str) -> tuple[Any, Any]:
+    """``pyarrow`` and ``pyarrow.parquet``; without them a usage error: ``needs`` needs it."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise UsageError(
-            "the Parquet export needs pyarrow: pip install 'trajconv[parquet]'"
-        ) from None
+        raise UsageError(f"{needs} needs pyarrow: pip install 'trajconv[parquet]'") from None
     return pa, pq
 
 
-def _schemas(pa: Any) -> tuple[pa.Schema, pa.Schema]:
-    ts = pa.timestamp("ms", tz="UTC")
-    sessions = pa.schema(
-        [
-            ("session_id", pa.string()),
-            ("title", pa.string()),
-            ("cwd", pa.string()),
-            ("model", pa.string()),
-            ("branch", pa.string()),
-            ("created_at", ts),
-            ("updated_at", ts),
-            ("parent_session_id", pa.string()),
-            ("snapshot_id", pa.string()),
-            ("archived_at", ts),
-            ("snapshots", pa.int32()),
-            ("records", pa.int64()),
-            *[(f"n_{k.replace('-', '_')}", pa.int64()) for k in KINDS],
-            ("failed_tool_results", pa.int64()),
-        ]
-    )
-    records = pa.schema(
-        [
-            ("session_id", pa.string()),
-            ("snapshot_id", pa.string()),
-            ("seq", pa.int64()),
-            ("record_id", pa.string()),
-            ("kind", pa.string()),
-            ("time", ts),
-            ("turn", pa.int64()),
-            ("text", pa.large_string()),
-            ("model", pa.string()),
-            ("tool_name", pa.string()),
-            ("arguments", pa.large_string()),
-            ("call_id", pa.string()),
-            ("ok", pa.bool_()),
-            ("exit_code", pa.int64()),
-            ("truncated", pa.bool_()),
-        ]
-    )
-    return sessions, records
+def arrow_fields(pa: Any, columns: Iterable[Column]) -> list[tuple[str, Any]]:
+    """``columns`` as pyarrow fields, for ``pa.schema`` or ``pa.struct``."""
+
+    def arrow_type(kind: Any) -> Any:
+        if not isinstance(kind, str):
+            return kind
+        return pa.timestamp("ms", tz="UTC") if kind == "timestamp" else getattr(pa, kind)()
+
+    return [(name, arrow_type(kind)) for name, kind in columns]
 
 
 def _time(value: str | None) -> Any:
@@ -213,8 +218,9 @@ def export_parquet(
     store: Readable, out: Path, progress: Callable[[int, int], None] | None = None
 ) -> Exported:
     """Write ``store`` as the ``sessions`` and ``records`` Parquet tables under ``out``."""
-    pa, pq = _arrow()
-    session_schema, record_schema = _schemas(pa)
+    pa, pq = arrow("the Parquet export")
+    session_schema = pa.schema(arrow_fields(pa, SESSION_COLUMNS))
+    record_schema = pa.schema(arrow_fields(pa, RECORD_COLUMNS))
     done = Exported(out)
     with staged_folder(out) as staging:
         sessions = _Partitioned(staging / "sessions", session_schema, pq, pa)
@@ -270,13 +276,10 @@ def export_parquet(
                 key,
                 {
                     "session_id": row.session_id,
-                    "title": s.title,
-                    "cwd": s.cwd,
-                    "model": s.model,
-                    "branch": s.branch,
-                    "created_at": _time(s.created_at),
-                    "updated_at": _time(s.updated_at),
-                    "parent_session_id": s.parent_session_id,
+                    **{
+                        f: _time(getattr(s, f)) if f.endswith("_at") else getattr(s, f)
+                        for f in SESSION_FACTS
+                    },
                     "snapshot_id": row.snapshot_id,
                     "archived_at": _time(row.archived_at),
                     "snapshots": snapshots,

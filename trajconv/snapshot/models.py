@@ -6,7 +6,7 @@ in ``artifacts`` and ``evidence`` points at it.
 """
 
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -97,6 +97,12 @@ class ToolResult(_Model):
     exit_code: int | None = None
 
 
+RecordKind = Literal[
+    "user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation"
+]
+RECORD_KINDS: tuple[str, ...] = get_args(RecordKind)
+
+
 class _Record(_Model):
     seq: int = Field(ge=0)
     id: str
@@ -104,23 +110,30 @@ class _Record(_Model):
     turn: int | None
     evidence: Evidence
     hash: Hash
+    kind: RecordKind
+    """Each kind of record narrows this to its own literal (the union's discriminator)."""
 
 
-class UserRecord(_Record):
+class _TextRecord(_Record):
+    text: str
+
+
+class _ModelTextRecord(_TextRecord):
+    """Text a model wrote, with the model's name when the source names it."""
+
+    model: str | None = None
+
+
+class UserRecord(_TextRecord):
     kind: Literal["user"] = "user"
-    text: str
 
 
-class AssistantRecord(_Record):
+class AssistantRecord(_ModelTextRecord):
     kind: Literal["assistant"] = "assistant"
-    text: str
-    model: str | None = None
 
 
-class ReasoningRecord(_Record):
+class ReasoningRecord(_ModelTextRecord):
     kind: Literal["reasoning"] = "reasoning"
-    text: str
-    model: str | None = None
 
 
 class ToolCallRecord(_Record):
@@ -133,14 +146,12 @@ class ToolResultRecord(_Record):
     result: ToolResult
 
 
-class SystemRecord(_Record):
+class SystemRecord(_TextRecord):
     kind: Literal["system"] = "system"
-    text: str
 
 
-class ObservationRecord(_Record):
+class ObservationRecord(_TextRecord):
     kind: Literal["observation"] = "observation"
-    text: str
 
 
 Record = Annotated[
@@ -153,19 +164,6 @@ Record = Annotated[
     | ObservationRecord,
     Field(discriminator="kind"),
 ]
-
-RecordKind = Literal[
-    "user", "assistant", "reasoning", "tool-call", "tool-result", "system", "observation"
-]
-RECORD_KINDS: tuple[str, ...] = (
-    "user",
-    "assistant",
-    "reasoning",
-    "tool-call",
-    "tool-result",
-    "system",
-    "observation",
-)
 
 
 class Artifact(_Model):
