@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from trajconv.cli.echo import echo, json_text
+from trajconv.cli.options import ONLY_CWD, SINCE
 from trajconv.cli.storepath import StorePath
 from trajconv.errors import EXIT_CODES, EXIT_INTERRUPTED, EXIT_USAGE, TrajconvError, UsageError
 
@@ -847,10 +848,8 @@ def _grep_sessions(listing: Any, refs: list[Any], text: str) -> list[Any]:
 @_home_opt(
     "list this home (a user home, or a harness folder such as ~/.grok) instead of the default ones"
 )
-@click.option("--cwd", default=None, help="only sessions whose working directory is this one")
-@click.option(
-    "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
-)
+@ONLY_CWD
+@SINCE
 @click.option(
     "--grep",
     "grep",

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from trajconv.cli.echo import echo, json_text
+from trajconv.cli.options import ONLY_CWD, SINCE
 from trajconv.errors import TrajconvError, UsageError
 
 
@@ -56,90 +57,77 @@ def run_search(
 
     from trajconv import search as engine
 
+    def once() -> tuple[list[Any], Any]:
+        from trajconv import find
+        from trajconv.codecs.base import Limits
+
+        since_at = find.parse_since(since) if since is not None else None
+        docs: list[engine.Doc] = []
+        places: list[str] = []
+        with contextlib.ExitStack() as stack:
+            if homes or not stores:
+                for home in homes or (None,):
+                    if home is not None and not home.is_dir():
+                        raise UsageError(f"--home {home}: no such folder")
+                    found, where, _coverage = engine.home_docs(
+                        harnesses or None, home, limits=Limits.from_env()
+                    )
+                    docs.extend(found)
+                    places.extend(where)
+            for location in stores:
+                stored, at, store = engine.store_docs(location)
+                stack.callback(store.close)
+                docs.extend(stored)
+                places.append(at)
+            with engine.Index.open(index, redact=redact) as idx:
+                refreshed, scope = idx.refresh(docs, places)
+                hits = idx.query(
+                    query,
+                    scope,
+                    kinds=kinds,
+                    since=since_at,
+                    cwd=cwd,
+                    limit=limit,
+                    syntax=syntax,
+                )
+        return hits, refreshed
+
     try:
-        return _search_once(
-            query, harnesses, homes, stores, cwd, since, kinds, limit, syntax, redact, index
-        )
+        return once()
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError):  # busy or locked: not damage
             where = index if index is not None else engine.default_index_path(redact)
             raise TrajconvError(f"the search index {where} cannot be used now: {exc}") from None
         engine.remove_index(index if index is not None else engine.default_index_path(redact))
-        hits, done = _search_once(
-            query, harnesses, homes, stores, cwd, since, kinds, limit, syntax, redact, index
-        )
+        hits, done = once()
         done.rebuilt = True
         return hits, done
 
 
-def _search_once(
-    query: str,
-    harnesses: tuple[str, ...],
-    homes: tuple[Path, ...],
-    stores: tuple[str, ...],
-    cwd: str | None,
-    since: str | None,
-    kinds: tuple[str, ...],
-    limit: int | None,
-    syntax: bool,
-    redact: bool,
-    index: Path | None,
-) -> tuple[list[Any], Any]:
-    from trajconv import find
-    from trajconv import search as engine
-    from trajconv.codecs.base import Limits
-
-    since_at = find.parse_since(since) if since is not None else None
-    docs: list[engine.Doc] = []
-    places: list[str] = []
-    with contextlib.ExitStack() as stack:
-        if homes or not stores:
-            for home in homes or (None,):
-                if home is not None and not home.is_dir():
-                    raise UsageError(f"--home {home}: no such folder")
-                found, where, _coverage = engine.home_docs(
-                    harnesses or None, home, limits=Limits.from_env()
-                )
-                docs.extend(found)
-                places.extend(where)
-        for location in stores:
-            stored, at, store = engine.store_docs(location)
-            stack.callback(store.close)
-            docs.extend(stored)
-            places.append(at)
-        with engine.Index.open(index, redact=redact) as idx:
-            refreshed, scope = idx.refresh(docs, places)
-            hits = idx.query(
-                query,
-                scope,
-                kinds=kinds,
-                since=since_at,
-                cwd=cwd,
-                limit=limit,
-                syntax=syntax,
-            )
-    return hits, refreshed
-
-
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--harness", multiple=True, help="only this harness (repeat for several)")
+@click.option(
+    "--harness", "harnesses", multiple=True, help="only this harness (repeat for several)"
+)
 @click.option(
     "--home",
+    "homes",
     multiple=True,
     type=click.Path(path_type=Path),
     help="search this home (a user home or a harness folder) instead of the default ones; "
     "repeat for several",
 )
 @click.option(
-    "--store", multiple=True, help="search this archive store (a folder or URL); repeat for several"
+    "--store",
+    "stores",
+    multiple=True,
+    help="search this archive store (a folder or URL); repeat for several",
 )
-@click.option("--cwd", default=None, help="only sessions whose working directory is this one")
-@click.option(
-    "--since", default=None, help="only sessions updated since a date, a time or an age (3d, 12h)"
-)
+@ONLY_CWD
+@SINCE
 @click.option(
     "--kind",
+    "kinds",
     multiple=True,
     type=click.Choice(
         ["user", "assistant", "tool-call", "tool-result", "reasoning", "system", "observation"]
@@ -159,19 +147,7 @@ def _search_once(
     "index of its own: no secret is kept in clear in the cache)",
 )
 @click.option("--json", "as_json", is_flag=True, help="the hits as a JSON list")
-def search(
-    query: tuple[str, ...],
-    harness: tuple[str, ...],
-    home: tuple[Path, ...],
-    store: tuple[str, ...],
-    cwd: str | None,
-    since: str | None,
-    kind: tuple[str, ...],
-    limit: int,
-    syntax: bool,
-    redact: bool,
-    as_json: bool,
-) -> None:
+def search(query: tuple[str, ...], as_json: bool, **options: Any) -> None:
     """Search every record of every session (user and assistant text, reasoning, tool calls
     and their output) of the native homes, or of --home and --store.
 
@@ -188,17 +164,8 @@ def search(
     text = " ".join(query)
     try:
         hits, refreshed = run_search(
-            text,
-            harnesses=harness,
-            homes=home,
-            stores=store,
-            cwd=cwd,
-            since=since,
-            kinds=kind,
-            limit=limit,
-            syntax=syntax,
-            redact=redact,
-        )
+            text, **options
+        )  # each option is named as run_search's keyword
     except UsageError as exc:
         echo(f"trajconv search: {exc}", err=True)
         sys.exit(EXIT_USAGE)

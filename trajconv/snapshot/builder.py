@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypedDict
@@ -27,6 +27,7 @@ from trajconv.snapshot.models import (
     FORMAT,
     TIME_PATTERN,
     Child,
+    Diagnostic,
     Producer,
     Session,
     Snapshot,
@@ -580,27 +581,30 @@ class SnapshotBuilder:
             self._head_source = self.source
         return self._records.close()
 
-    def _build_child(self, parent_call_id: str | None) -> Child:
+    def _finish(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """Close the records; the source and the session as they are hashed, and the fields a
+        Child and a Snapshot share (``source``, ``session``, ``records``)."""
         records = self._close_records()
         source = self.source.model_dump(mode="json")
         session = self.session.model_dump(mode="json")
+        shared = {
+            "source": self.source,
+            "session": Session.model_validate(session),
+            "records": records,
+        }
+        return source, session, shared
+
+    def _build_child(self, parent_call_id: str | None) -> Child:
+        source, session, shared = self._finish()
         cid = hashing.child_id(FORMAT, parent_call_id, source, session, self._digest)
-        return Child.model_construct(
-            id=cid,
-            parent_call_id=parent_call_id,
-            source=self.source,
-            session=Session.model_validate(session),
-            records=records,
-        )
+        return Child.model_construct(id=cid, parent_call_id=parent_call_id, **shared)
 
     def build(self) -> Snapshot:
         if self._parent is not None:
             raise ValueError("a sub-agent's builder is finished by its parent's build()")
-        records = self._close_records()
+        source, session, shared = self._finish()
         children = tuple(kid._build_child(call) for kid, call in self._children)
         self._pack.close()
-        source = self.source.model_dump(mode="json")
-        session = self.session.model_dump(mode="json")
         for name, utf8 in self._utf8_later.items():
             self._settle_encoding(name, utf8())
         artifacts = ArtifactLog(self._artifacts, self._files, self._spool)
@@ -610,19 +614,24 @@ class SnapshotBuilder:
         )
         diagnostics = tuple(self.diagnostics.to_models())
         producer = Producer(version=__version__, reader=self.reader)
-        meta = hashing.meta_hash(
-            (d.model_dump(mode="json") for d in diagnostics),
-            producer.model_dump(mode="json"),
-            artifacts.metadata(),
-        )
+        meta = meta_hash_of(diagnostics, producer, artifacts)
         return Snapshot.model_construct(
             id=sid,
             meta_hash=meta,
-            source=self.source,
-            session=Session.model_validate(session),
-            records=records,
+            **shared,
             children=children,
             artifacts=artifacts,
             diagnostics=diagnostics,
             producer=producer,
         )
+
+
+def meta_hash_of(
+    diagnostics: Iterable[Diagnostic], producer: Producer, artifacts: ArtifactLog
+) -> str:
+    """A Snapshot's ``meta_hash`` from its models (:func:`hashing.meta_hash` of their JSON)."""
+    return hashing.meta_hash(
+        (d.model_dump(mode="json") for d in diagnostics),
+        producer.model_dump(mode="json"),
+        artifacts.metadata(),
+    )

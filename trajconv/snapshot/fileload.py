@@ -44,7 +44,7 @@ import orjson
 from pydantic import ValidationError
 
 from trajconv.snapshot import hashing
-from trajconv.snapshot.builder import ArtifactWriter, plain_record
+from trajconv.snapshot.builder import ArtifactWriter, meta_hash_of, plain_record
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
@@ -330,11 +330,7 @@ class _Loader:
         )
         if sid != head["id"]:
             raise _NotTheLayout
-        meta = hashing.meta_hash(
-            (d.model_dump(mode="json") for d in diagnostics),
-            producer.model_dump(mode="json"),
-            art_log.metadata(),
-        )
+        meta = meta_hash_of(diagnostics, producer, art_log)
         if meta != head["meta_hash"]:
             raise _NotTheLayout
         if log is not None:

@@ -20,7 +20,7 @@ import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TypeVar, overload
 
 import orjson
 
@@ -190,7 +190,31 @@ _ITEM = b",\n    "
 _ITEM_PAD = b"\n    "
 
 
-class RecordLog(Sequence["Record"]):
+_T = TypeVar("_T")
+
+
+class _MadeWhenUsed(Sequence[_T]):
+    """A sequence whose items are made when they are used, by :meth:`_items`."""
+
+    def _items(self, positions: range) -> list[_T]:
+        """The items at ``positions`` (each in range)."""
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        if isinstance(index, slice):
+            return self._items(range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._items(range(index, index + 1))[0]
+
+
+class RecordLog(_MadeWhenUsed["Record"]):
     """A Snapshot's records as JSON texts in a spool file, parsed when used.
 
     The spool file holds the records array of a Snapshot file, items only, byte for
@@ -254,21 +278,9 @@ class RecordLog(Sequence["Record"]):
         fh.seek(self._offsets[index] + 1)  # the comma aside
         return fh.read(self._offsets[index + 1] - self._offsets[index] - 1)
 
-    @overload
-    def __getitem__(self, index: int) -> Record: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Record]: ...
-    def __getitem__(self, index: int | slice) -> Record | list[Record]:
-        if isinstance(index, slice):
-            with self._path.open("rb") as fh:
-                indices = range(*index.indices(len(self)))
-                return [_record_model(self._text_at(fh, i)) for i in indices]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+    def _items(self, positions: range) -> list[Record]:
         with self._path.open("rb") as fh:
-            return _record_model(self._text_at(fh, index))
+            return [_record_model(self._text_at(fh, i)) for i in positions]
 
     def __reversed__(self) -> Iterator[Record]:
         with self._path.open("rb") as fh:
@@ -335,7 +347,7 @@ class ArtifactTable:
         return array("q", sorted(range(len(self._names)), key=self._names.__getitem__))
 
 
-class ArtifactLog(Sequence["Artifact"]):
+class ArtifactLog(_MadeWhenUsed["Artifact"]):
     """A built Snapshot's artifacts, sorted by name, made into models when used."""
 
     def __init__(self, table: ArtifactTable, paths: list[Path], keep: object) -> None:
@@ -360,14 +372,8 @@ class ArtifactLog(Sequence["Artifact"]):
     def __iter__(self) -> Iterator[Artifact]:
         return map(self._model, self._order)
 
-    @overload
-    def __getitem__(self, index: int) -> Artifact: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Artifact]: ...
-    def __getitem__(self, index: int | slice) -> Artifact | list[Artifact]:
-        if isinstance(index, slice):
-            return [self._model(i) for i in self._order[index]]
-        return self._model(self._order[index])
+    def _items(self, positions: range) -> list[Artifact]:
+        return [self._model(self._order[i]) for i in positions]
 
     def get(self, name: str) -> Artifact | None:
         i = self._table.find(name)
