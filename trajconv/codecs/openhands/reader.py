@@ -214,16 +214,9 @@ class _Projector(CallProjector):
             call_id = f"{rid}:call"
         name = str(call.get("name") or obj.get("tool_name") or "")
         ev = self._ev(f"{kind}/{name}", call_id, "$.tool_call")
-        self.b.add_call(
-            f"{rid}:call",
-            call_id,
-            name,
-            _arguments(call.get("arguments")),
-            time=time,
-            turn=self.turn,
-            evidence=ev,
+        self.add_call(
+            f"{rid}:call", call_id, name, _arguments(call.get("arguments")), time=time, evidence=ev
         )
-        self.calls[call_id] = f"{rid}:call"
         if name == "task":
             self.task_calls.append(call_id)
 

@@ -33,6 +33,7 @@ from trajconv.codecs.base import (
     name_status_not_sent,
     safe_component,
 )
+from trajconv.codecs.common import work_folder
 from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.codecs.qwen import layout
 from trajconv.errors import RefusedError
@@ -353,9 +354,7 @@ def plan(
     diags = Diagnostics()
     drop = check_continuable(snapshot, "qwen", allow_lossy=allow_lossy)
     session = snapshot.session
-    workdir = cwd or session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write qwen: the session has no cwd; pass --cwd DIR")
+    workdir = work_folder(snapshot, "qwen", cwd)
     if session.cwd and workdir != session.cwd:
         diags.add("untranslated-cwd", "session cwd")
     if len(layout.encode_cwd(workdir).encode()) > layout.MAX_NAME:
