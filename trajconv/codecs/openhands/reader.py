@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
+from trajconv.codecs.common import json_document
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.openhands import layout
 from trajconv.codecs.tool_calls import CallProjector
@@ -297,12 +298,7 @@ def _project(
         if total > limits.max_session_bytes:
             raise LimitError(path, "max_session_bytes", limits.max_session_bytes)
         b.add_artifact(art, "application/json", data)
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise FormatError(path, f"not JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise FormatError(path, "an event file holds no JSON object")
+        obj = json_document(data, path, "an event file holds no JSON object")
         before = b.record_count
         code = proj.event(obj, art)
         if code is not None:
