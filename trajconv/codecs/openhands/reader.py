@@ -20,6 +20,7 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.openhands import layout
+from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -87,14 +88,10 @@ def _llm_text(observ: dict[str, Any]) -> str:
     return head + out
 
 
-class _Projector:
+class _Projector(CallProjector):
     def __init__(self, b: SnapshotBuilder, root: str) -> None:
-        self.b = b
-        self.d = b.diagnostics
+        super().__init__(b)
         self.root = root
-        self.turn: int | None = None
-        self.calls: dict[str, str] = {}
-        self.done: set[str] = set()
         self.model: str | None = None
         self.first: str | None = None
         self.last: str | None = None
@@ -251,22 +248,15 @@ class _Projector:
         else:
             output, ok = f"Action rejected: {obj.get('rejection_reason') or ''}", False
         ev = self._ev(kind, call_id, "$")
-        self.b.add_result(
+        self.answer(
             f"{PREFIX}:{eid}:result",
             call_id or f"{PREFIX}:{eid}",
             ok,
             output,
             time=time,
-            turn=self.turn,
             evidence=ev,
             exit_code=code,
         )
-        self.done.add(call_id)
-
-    def finish(self) -> None:
-        for call_id, rid in self.calls.items():
-            if call_id not in self.done:
-                self.d.add("pending-tool-call", rid)
 
 
 def _base_state(b: SnapshotBuilder, conv: Path, rel: str, limits: Limits) -> dict[str, Any]:
