@@ -20,12 +20,12 @@ from trajconv.codecs.base import check_continuable, safe_component
 from trajconv.errors import FormatError, RefusedError, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator
+    from collections.abc import Container, Iterator, Mapping
 
     from trajconv.codecs.base import Limits
     from trajconv.snapshot.builder import SnapshotBuilder
     from trajconv.snapshot.diagnostics import Diagnostics
-    from trajconv.snapshot.models import Snapshot
+    from trajconv.snapshot.models import Session, Snapshot
     from trajconv.snapshot.spool import Spool
 
 #: how much of a file ``layout.claims`` may look at: a first line, never a whole read
@@ -199,6 +199,25 @@ def open_write(
     )
     sid = safe_component(uuid_session_id(snapshot, diags, f"{target}-session"), "session id")
     return Opening(diags, drop, workdir, sid)
+
+
+#: the session facts a target may have no place for, by the code a writer names one with
+SESSION_FACTS = {
+    "untranslated-model": "model",
+    "untranslated-title": "title",
+    "untranslated-branch": "branch",
+    "untranslated-parent-session": "parent_session_id",
+}
+
+
+def name_unheld(diags: Diagnostics, session: Session, samples: Mapping[str, str | None]) -> None:
+    """Name the facts of ``session`` the target has no place for: ``samples`` maps the code
+    of each (a key of :data:`SESSION_FACTS`) to its sample, ``None`` for the fact itself.
+    A fact the session does not hold (``None`` or empty) is not named."""
+    for code, sample in samples.items():
+        value = getattr(session, SESSION_FACTS[code])
+        if value:
+            diags.add(code, value if sample is None else sample)
 
 
 #: a session folder's lock and temporary files, never kept (:func:`other_files`)

@@ -34,7 +34,7 @@ from trajconv.codecs.base import (
     name_joined_models,
     name_status_not_sent,
 )
-from trajconv.codecs.common import start_write
+from trajconv.codecs.common import name_unheld, start_write
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -279,10 +279,14 @@ def plan(
         diags.add("untranslated-time", "per-message times (kept only in checkpoint.json)")
     if session.updated_at is None and last_time is not None:
         diags.add("timestamps-synthesized", "updated_at (the last record's time)")
-    if session.title:
-        diags.add("untranslated-title", "a Deep Agents thread has no title")
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "a Deep Agents thread has no parent thread")
+    name_unheld(
+        diags,
+        session,
+        {
+            "untranslated-title": "a Deep Agents thread has no title",
+            "untranslated-parent-session": "a Deep Agents thread has no parent thread",
+        },
+    )
     head: dict[str, Any] = {
         "format": layout.SEED_FORMAT,
         "snapshot_id": snapshot.id,

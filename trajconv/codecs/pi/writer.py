@@ -42,7 +42,7 @@ from trajconv.codecs.base import (
     name_status_not_sent,
     safe_component,
 )
-from trajconv.codecs.common import spooled, start_write
+from trajconv.codecs.common import name_unheld, spooled, start_write
 from trajconv.codecs.pi import layout
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot, ToolResult
@@ -340,10 +340,11 @@ def plan(
         diags.add("timestamps-synthesized", "updated time (the last entry's)")
     if session.model and session.model != (low.last_model or default_model):
         diags.add("untranslated-model", "session model (the last assistant message's)")
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "parentSession (a file path)")
-    if session.branch:
-        diags.add("untranslated-branch", session.branch)
+    name_unheld(
+        diags,
+        session,
+        {"untranslated-parent-session": "parentSession (a file path)", "untranslated-branch": None},
+    )
     if session.title is None:
         diags.add("title-missing", "session_info")
 
