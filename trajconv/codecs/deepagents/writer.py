@@ -30,12 +30,11 @@ from typing import Any, TextIO
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_joined_models,
     name_status_not_sent,
 )
-from trajconv.codecs.common import work_folder
+from trajconv.codecs.common import start_write
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -251,9 +250,7 @@ def plan(
 ) -> ExportPlan:
     """``reasoning="keep"`` writes reasoning as LangChain ``reasoning`` blocks (ACP replays
     them as thoughts); ``"drop"`` leaves it out (some providers reject such blocks)."""
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "deepagents", allow_lossy=allow_lossy)
-    workdir = work_folder(snapshot, "deepagents", cwd)
+    diags, drop, workdir = start_write(snapshot, "deepagents", allow_lossy=allow_lossy, cwd=cwd)
     if reasoning not in ("keep", "drop"):
         raise RefusedError(f"reasoning must be 'keep' or 'drop', not {reasoning!r}")
     tid = thread_id(snapshot, diags)
