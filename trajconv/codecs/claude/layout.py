@@ -90,10 +90,8 @@ def subagent_files(transcript: Path, links: list[Path] | None = None) -> list[Pa
         if links is not None:
             links.append(linked[0])
         return []
-    if not folder.is_dir():
-        return []
     found = []
-    for path in sorted(folder.glob(f"{AGENT_PREFIX}*{SUFFIX}")):
+    for path in listing(folder, f"{AGENT_PREFIX}*{SUFFIX}"):
         if path.is_symlink():
             if links is not None:
                 links.append(path)
