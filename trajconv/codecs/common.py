@@ -1,9 +1,11 @@
 """Helpers several codecs share, kept once here so that no codec imports another.
 
 What is here: a cheap look at a file for ``layout.claims`` (its first bytes, its first
-JSON line), session ids (a UUID kept, else a uuid5 of the Snapshot id), RFC 3339 text to
-epoch milliseconds, what every writer checks first (:func:`open_write`), the message a
-home holding several sessions gives, and :class:`LineUnit` (a JSONL reader's native line).
+JSON line), a whole file as the JSON object it must hold, session ids (a UUID kept, else a
+uuid5 of the Snapshot id), RFC 3339 text to epoch milliseconds, what every writer checks
+first (:func:`start_write`, :func:`open_write`), the session facts a target has no place
+for (:func:`name_unheld`), the message a home holding several sessions gives, and
+:class:`LineUnit` (a JSONL reader's native line).
 """
 
 from __future__ import annotations
