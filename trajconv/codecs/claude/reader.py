@@ -38,6 +38,7 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.claude import layout, native
 from trajconv.codecs.common import LineUnit
 from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, file_lines, iter_file_objects, read_bounded
+from trajconv.codecs.tool_calls import CallProjector
 from trajconv.codecs.tool_results import answered
 from trajconv.errors import LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso
@@ -184,14 +185,10 @@ class _Scan:
         return by_line[max(earlier)] if earlier else None
 
 
-class _Projector:
+class _Projector(CallProjector):
     def __init__(self, b: SnapshotBuilder, name: str) -> None:
-        self.b = b
-        self.d = b.diagnostics
+        super().__init__(b)
         self.name = name
-        self.turn: int | None = None
-        self.calls: dict[str, str] = {}  # call id -> record id
-        self.done: set[str] = set()
         self.model: str | None = None
         self.first_prompt: str | None = None
 
@@ -314,11 +311,6 @@ class _Projector:
                 )
             else:
                 unit.drop("non-text-content", name=str(btype))
-
-    def finish(self) -> None:
-        for call_id, rid in self.calls.items():
-            if call_id not in self.done:
-                self.d.add("pending-tool-call", rid)
 
 
 class _Unit(LineUnit):

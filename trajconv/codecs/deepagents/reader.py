@@ -42,6 +42,7 @@ from trajconv.codecs.base import Limits
 from trajconv.codecs.deepagents import layout, native
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.sqlite import ReadOnly
+from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, UsageError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -488,12 +489,11 @@ def is_hidden_human(msg: Any) -> bool:
     return _text(msg.content).startswith(native.SYSTEM_PREFIX)
 
 
-class _Lifter:
+class _Lifter(CallProjector):
+    """Its records have no turn (``turn`` stays None): a LangGraph thread keeps none."""
+
     def __init__(self, b: SnapshotBuilder) -> None:
-        self.b = b
-        self.d = b.diagnostics
-        self.calls: dict[str, str] = {}
-        self.results: set[str] = set()
+        super().__init__(b)
         self.last_model: str | None = None
 
     def message(self, occ: _Occ, m: dict[str, Any], position: int) -> None:
@@ -537,11 +537,7 @@ class _Lifter:
                 if call_id is None:
                     self.d.add("invalid-line", place)
                     continue
-                r = rid()
-                self.b.add_call(
-                    r, call_id, name, arguments, time=occ.time, turn=None, evidence=ev()
-                )
-                self.calls[call_id] = r
+                self.add_call(rid(), call_id, name, arguments, time=occ.time, evidence=ev())
                 made += 1
             if made == 0:
                 self.d.add("empty-content", place, name=occ.native)
@@ -551,24 +547,17 @@ class _Lifter:
                 # Counted, not projected, as every reader does with a result without its call.
                 self.d.add("orphan-tool-result", place)
                 return
-            self.b.add_result(
+            self.answer(
                 rid(),
                 call_id,
                 m["ok"],
                 m["output"],
                 time=occ.time,
-                turn=None,
                 evidence=ev(),
                 exit_code=m["exit_code"],
             )
-            self.results.add(call_id)
         else:
             self.d.add("unknown-kind", place, name=occ.native)
-
-    def finish(self) -> None:
-        for call_id, record in self.calls.items():
-            if call_id not in self.results:
-                self.d.add("pending-tool-call", record)
 
 
 def lower(msg: Any) -> dict[str, Any]:

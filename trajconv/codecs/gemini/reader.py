@@ -35,6 +35,7 @@ from trajconv.codecs.genai import (
     result_of,
 )
 from trajconv.codecs.jsonl import iter_file_objects
+from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -196,13 +197,9 @@ def _objects(
     return iter_file_objects(path, name, diags, limits)
 
 
-class _Projector:
+class _Projector(CallProjector):
     def __init__(self, b: SnapshotBuilder) -> None:
-        self.b = b
-        self.d = b.diagnostics
-        self.turn: int | None = None
-        self.calls: dict[str, str] = {}  # call id -> record id
-        self.done: set[str] = set()
+        super().__init__(b)
         self.model: str | None = None
         self.emitted = 0
 
@@ -367,23 +364,16 @@ class _Projector:
         elif code is not None:
             ok = code == 0
         ev = self._ev(art, line, si, f"functionResponse/{status or 'replayed'}", call_id)
-        self.b.add_result(
+        self.answer(
             f"{PREFIX}:{mid}:result:{call_id}",
             call_id,
             ok,
             output,
             time=time,
-            turn=self.turn,
             evidence=ev,
             exit_code=code,
         )
-        self.done.add(call_id)
         return True
-
-    def finish(self) -> None:
-        for call_id, rid in self.calls.items():
-            if call_id not in self.done:
-                self.d.add("pending-tool-call", rid)
 
 
 def _stamp(value: str) -> str:

@@ -18,8 +18,10 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
+from trajconv.codecs.common import json_document
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.openhands import layout
+from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -87,14 +89,10 @@ def _llm_text(observ: dict[str, Any]) -> str:
     return head + out
 
 
-class _Projector:
+class _Projector(CallProjector):
     def __init__(self, b: SnapshotBuilder, root: str) -> None:
-        self.b = b
-        self.d = b.diagnostics
+        super().__init__(b)
         self.root = root
-        self.turn: int | None = None
-        self.calls: dict[str, str] = {}
-        self.done: set[str] = set()
         self.model: str | None = None
         self.first: str | None = None
         self.last: str | None = None
@@ -217,16 +215,9 @@ class _Projector:
             call_id = f"{rid}:call"
         name = str(call.get("name") or obj.get("tool_name") or "")
         ev = self._ev(f"{kind}/{name}", call_id, "$.tool_call")
-        self.b.add_call(
-            f"{rid}:call",
-            call_id,
-            name,
-            _arguments(call.get("arguments")),
-            time=time,
-            turn=self.turn,
-            evidence=ev,
+        self.add_call(
+            f"{rid}:call", call_id, name, _arguments(call.get("arguments")), time=time, evidence=ev
         )
-        self.calls[call_id] = f"{rid}:call"
         if name == "task":
             self.task_calls.append(call_id)
 
@@ -251,22 +242,15 @@ class _Projector:
         else:
             output, ok = f"Action rejected: {obj.get('rejection_reason') or ''}", False
         ev = self._ev(kind, call_id, "$")
-        self.b.add_result(
+        self.answer(
             f"{PREFIX}:{eid}:result",
             call_id or f"{PREFIX}:{eid}",
             ok,
             output,
             time=time,
-            turn=self.turn,
             evidence=ev,
             exit_code=code,
         )
-        self.done.add(call_id)
-
-    def finish(self) -> None:
-        for call_id, rid in self.calls.items():
-            if call_id not in self.done:
-                self.d.add("pending-tool-call", rid)
 
 
 def _base_state(b: SnapshotBuilder, conv: Path, rel: str, limits: Limits) -> dict[str, Any]:
@@ -314,12 +298,7 @@ def _project(
         if total > limits.max_session_bytes:
             raise LimitError(path, "max_session_bytes", limits.max_session_bytes)
         b.add_artifact(art, "application/json", data)
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise FormatError(path, f"not JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise FormatError(path, "an event file holds no JSON object")
+        obj = json_document(data, path, "an event file holds no JSON object")
         before = b.record_count
         code = proj.event(obj, art)
         if code is not None:

@@ -21,9 +21,10 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
-from trajconv.codecs.genai import SHELL, exit_code, parts_of, result_of
+from trajconv.codecs.genai import SHELL, add_function_call, exit_code, parts_of, result_of
 from trajconv.codecs.jsonl import iter_file_objects, read_bounded
 from trajconv.codecs.qwen import layout
+from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -125,14 +126,10 @@ def _time(obj: dict[str, Any]) -> str | None:
     return time_from_iso(stamp) if isinstance(stamp, str) else None
 
 
-class _Projector:
+class _Projector(CallProjector):
     def __init__(self, b: SnapshotBuilder, art: str) -> None:
-        self.b = b
-        self.d = b.diagnostics
+        super().__init__(b)
         self.art = art
-        self.turn: int | None = None
-        self.calls: dict[str, str] = {}  # call id -> record id
-        self.done: set[str] = set()
         self.model: str | None = None
         self.title: str | None = None
         self.cwd: str | None = None
@@ -296,17 +293,9 @@ class _Projector:
             call_id = f"{rid}:call:{len(self.calls)}"
             self.d.add("ids-not-unique", f"{self.art}:{self.line}")
         ev = self._ev("functionCall", call_id, path)
-        args = fc.get("args") if fc.get("args") is not None else {}
-        self.b.add_call(
-            f"{rid}:call:{call_id}",
-            call_id,
-            str(fc.get("name") or ""),
-            args,
-            time=time,
-            turn=self.turn,
-            evidence=ev,
+        self.calls[call_id] = add_function_call(
+            self.b, fc, rid, call_id, time=time, turn=self.turn, evidence=ev
         )
-        self.calls[call_id] = f"{rid}:call:{call_id}"
 
     def response(self, fr: dict[str, Any], status: Any, uid: str, i: int, time: str | None) -> None:
         call_id = fr.get("id") if isinstance(fr.get("id"), str) else None
@@ -328,22 +317,15 @@ class _Projector:
         elif state in ("error", "cancelled"):
             ok = False
         ev = self._ev(f"functionResponse/{state or 'plain'}", call_id, f"$.message.parts[{i}]")
-        self.b.add_result(
+        self.answer(
             f"{PREFIX}:{uid}:result:{call_id}",
             call_id,
             ok,
             output,
             time=time,
-            turn=self.turn,
             evidence=ev,
             exit_code=code,
         )
-        self.done.add(call_id)
-
-    def finish(self) -> None:
-        for call_id, rid in self.calls.items():
-            if call_id not in self.done:
-                self.d.add("pending-tool-call", rid)
 
 
 def _part_kind(part: dict[str, Any]) -> str:
