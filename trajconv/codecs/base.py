@@ -344,13 +344,18 @@ class LazyCodec:
     """A codec whose modules load on first use: ``<package>.layout.default_home``,
     ``<package>.discover.discover``, ``<package>.reader.read`` and ``<package>.writer.plan``.
 
-    Listing codecs (``trajconv codecs``, ``--help``) imports none of them.
+    Listing codecs (``trajconv codecs``, ``--help``) imports none of them. A codec in a
+    package named for it declares no ``name``: ``LazyCodec(package=__name__, ...)`` in
+    ``trajconv.codecs.pi`` is the codec ``pi``.
     """
 
-    name: str
-    aliases: tuple[str, ...]
-    description: str
-    package: str
+    name: str = ""
+    """``--from``/``--to`` name; by default the last part of ``package``."""
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+    """One line for ``trajconv codecs`` and the format pages (required)."""
+    package: str = ""
+    """The package holding the modules (required: ``__name__`` of the ``__init__.py``)."""
     can_read: bool = True
     """The codec reads native sessions into Snapshots."""
     can_write: bool = True
@@ -361,6 +366,12 @@ class LazyCodec:
     """Where the harness keeps sessions; none for a document format."""
     capabilities: Capabilities = field(default_factory=Capabilities)
     write_options: tuple[WriteOption, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.package or not self.description:
+            raise TypeError("a LazyCodec declares its package (__name__) and a description")
+        if not self.name:
+            object.__setattr__(self, "name", self.package.rpartition(".")[2])
 
     def _fn(self, module: str, attr: str) -> Any:
         import importlib

@@ -1,9 +1,11 @@
 """Helpers several codecs share, kept once here so that no codec imports another.
 
 What is here: a cheap look at a file for ``layout.claims`` (its first bytes, its first
-JSON line), session ids (a UUID kept, else a uuid5 of the Snapshot id), RFC 3339 text to
-epoch milliseconds, what every writer checks first (:func:`open_write`), the message a
-home holding several sessions gives, and :class:`LineUnit` (a JSONL reader's native line).
+JSON line), a whole file as the JSON object it must hold, session ids (a UUID kept, else a
+uuid5 of the Snapshot id), RFC 3339 text to epoch milliseconds, what every writer checks
+first (:func:`start_write`, :func:`open_write`), the session facts a target has no place
+for (:func:`name_unheld`), the message a home holding several sessions gives, and
+:class:`LineUnit` (a JSONL reader's native line).
 """
 
 from __future__ import annotations
@@ -17,15 +19,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import orjson
 
 from trajconv.codecs.base import check_continuable, safe_component
-from trajconv.errors import RefusedError, UsageError
+from trajconv.errors import FormatError, RefusedError, UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Container, Iterator
+    from collections.abc import Container, Iterator, Mapping
 
     from trajconv.codecs.base import Limits
     from trajconv.snapshot.builder import SnapshotBuilder
     from trajconv.snapshot.diagnostics import Diagnostics
-    from trajconv.snapshot.models import Snapshot
+    from trajconv.snapshot.models import Session, Snapshot
     from trajconv.snapshot.spool import Spool
 
 #: how much of a file ``layout.claims`` may look at: a first line, never a whole read
@@ -48,6 +50,20 @@ def json_object(data: bytes) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def json_document(
+    data: bytes, file: str | Path, not_object: str = "not a JSON object"
+) -> dict[str, Any]:
+    """``data``, read from ``file``, as the JSON object it must hold; else a FormatError
+    naming ``file``: ``not JSON: <why>``, or ``not_object`` for another JSON value."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(file, f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise FormatError(file, not_object)
+    return value
 
 
 def json_text_member(doc: str | bytes, key: str) -> str | None:
@@ -149,6 +165,27 @@ def work_folder(snapshot: Snapshot, target: str, cwd: str | None) -> str:
     return workdir
 
 
+def start_write(
+    snapshot: Snapshot,
+    target: str,
+    *,
+    allow_lossy: bool,
+    cwd: str | None,
+    refuse_pending: bool = True,
+) -> tuple[Diagnostics, set[str], str]:
+    """What a writer of a harness that keeps sessions by working folder checks before it
+    writes: a Snapshot it can continue (else RefusedError, unless ``allow_lossy``; the
+    record ids to leave out) and a working folder (:func:`work_folder`); with the
+    Diagnostics it counts in."""
+    from trajconv.snapshot.diagnostics import Diagnostics
+
+    diags = Diagnostics()
+    drop = check_continuable(
+        snapshot, target, allow_lossy=allow_lossy, refuse_pending=refuse_pending
+    )
+    return diags, drop, work_folder(snapshot, target, cwd)
+
+
 def open_write(
     snapshot: Snapshot,
     target: str,
@@ -157,19 +194,32 @@ def open_write(
     cwd: str | None,
     refuse_pending: bool = True,
 ) -> Opening:
-    """What a writer of a harness that keeps sessions by working folder and UUID checks
-    before it writes: a Snapshot it can continue (else RefusedError, unless ``allow_lossy``),
-    a working folder (``cwd`` given, else the session's; else RefusedError naming ``--cwd``)
-    and the session id it writes."""
-    from trajconv.snapshot.diagnostics import Diagnostics
-
-    diags = Diagnostics()
-    drop = check_continuable(
-        snapshot, target, allow_lossy=allow_lossy, refuse_pending=refuse_pending
+    """What :func:`start_write` checks, and the session id a writer of a harness that
+    keeps sessions by UUID writes."""
+    diags, drop, workdir = start_write(
+        snapshot, target, allow_lossy=allow_lossy, cwd=cwd, refuse_pending=refuse_pending
     )
-    workdir = work_folder(snapshot, target, cwd)
     sid = safe_component(uuid_session_id(snapshot, diags, f"{target}-session"), "session id")
     return Opening(diags, drop, workdir, sid)
+
+
+#: the session facts a target may have no place for, by the code a writer names one with
+SESSION_FACTS = {
+    "untranslated-model": "model",
+    "untranslated-title": "title",
+    "untranslated-branch": "branch",
+    "untranslated-parent-session": "parent_session_id",
+}
+
+
+def name_unheld(diags: Diagnostics, session: Session, samples: Mapping[str, str | None]) -> None:
+    """Name the facts of ``session`` the target has no place for: ``samples`` maps the code
+    of each (a key of :data:`SESSION_FACTS`) to its sample, ``None`` for the fact itself.
+    A fact the session does not hold (``None`` or empty) is not named."""
+    for code, sample in samples.items():
+        value = getattr(session, SESSION_FACTS[code])
+        if value:
+            diags.add(code, value if sample is None else sample)
 
 
 #: a session folder's lock and temporary files, never kept (:func:`other_files`)

@@ -28,7 +28,7 @@ from typing import Any
 
 from trajconv.codecs.aider import layout
 from trajconv.codecs.base import ExportFile, ExportPlan
-from trajconv.codecs.common import work_folder
+from trajconv.codecs.common import name_unheld, work_folder
 from trajconv.codecs.export import generic_prepare_script
 from trajconv.errors import RefusedError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -120,9 +120,7 @@ def plan(
         diags.add("untranslated-parent-session", "parent_session_id")
     # the history holds no cwd: it is the folder the file is in (wherever prepare.py puts it)
     diags.add("untranslated-cwd", "the repository is the history's folder")
-    for field, code in (("title", "untranslated-title"), ("branch", "untranslated-branch")):
-        if getattr(snapshot.session, field):
-            diags.add(code, field)
+    name_unheld(diags, session, {"untranslated-title": "title", "untranslated-branch": "branch"})
     data = "".join(parts).encode("utf-8")
     first = next((line for line in data.decode("utf-8").splitlines() if line.strip()), None)
     if first is None:

@@ -9,7 +9,6 @@ states what it reads and writes, what it cannot carry, and the sources of its fo
 from trajconv.codecs.base import Capabilities, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
-    name="atif",
     aliases=("harbor",),
     description="ATIF trajectory (Harbor and other evaluation frameworks): trajectory.json",
     package=__name__,

@@ -14,6 +14,7 @@ from pathlib import Path
 from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
 from trajconv.codecs.common import first_json
 from trajconv.codecs.common import is_uuid as is_uuid
+from trajconv.codecs.layouts import listing
 from trajconv.errors import FormatError
 
 CONFIG = ".claude"
@@ -67,11 +68,8 @@ def config_dir(home: Path) -> Path:
 
 def transcripts(config: Path) -> list[Path]:
     """Every main transcript ``projects/<key>/<uuid>.jsonl`` under a config folder."""
-    root = config / PROJECTS
-    if not root.is_dir():
-        return []
     found = []
-    for project in sorted(root.iterdir()):
+    for project in listing(config / PROJECTS):
         if not project.is_dir() or project.is_symlink():
             continue
         for path in sorted(project.glob(f"*{SUFFIX}")):
@@ -92,10 +90,8 @@ def subagent_files(transcript: Path, links: list[Path] | None = None) -> list[Pa
         if links is not None:
             links.append(linked[0])
         return []
-    if not folder.is_dir():
-        return []
     found = []
-    for path in sorted(folder.glob(f"{AGENT_PREFIX}*{SUFFIX}")):
+    for path in listing(folder, f"{AGENT_PREFIX}*{SUFFIX}"):
         if path.is_symlink():
             if links is not None:
                 links.append(path)

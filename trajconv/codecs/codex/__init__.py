@@ -1,14 +1,11 @@
 """OpenAI Codex CLI codec: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``.
 
-Format facts and sources: ``codecs/codex/README.md``, checked against the real CLI
-(``@openai/codex`` 0.171.0); the codec's README.md beside this file states its input
-contract and what it cannot carry.
+Format facts checked against the real CLI (``@openai/codex`` 0.171.0).
 """
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
-    name="codex",
     aliases=("codex-cli", "openai-codex"),
     description="OpenAI Codex CLI: one rollout-*.jsonl per session under sessions/YYYY/MM/DD",
     package=__name__,

@@ -1,13 +1,10 @@
-"""GitHub Copilot CLI codec: ``$COPILOT_HOME/session-state/<id>/events.jsonl`` + ``workspace.yaml``.
-
-Format facts and sources: ``codecs/copilot/README.md``; the codec's own
-README.md beside this file states its input contract and what it cannot carry.
+"""GitHub Copilot CLI codec: ``$COPILOT_HOME/session-state/<id>/events.jsonl`` and
+``workspace.yaml``.
 """
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
-    name="copilot",
     aliases=("copilot-cli", "github-copilot"),
     description="GitHub Copilot CLI: session-state/<id>/events.jsonl + workspace.yaml",
     package=__name__,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from trajconv.codecs.base import CERTAIN, Claim, safe_component
 from trajconv.codecs.common import is_uuid as is_uuid
+from trajconv.codecs.layouts import listing
 from trajconv.errors import FormatError, UsageError
 
 SESSION_STATE = "session-state"
@@ -74,11 +75,8 @@ def copilot_home_of(path: Path) -> Path | None:
 
 def sessions(home: Path) -> list[SessionPaths]:
     """Sessions under a COPILOT_HOME: folders holding ``events.jsonl``, then flat files."""
-    root = home / SESSION_STATE
-    if not root.is_dir():
-        return []
     found: list[SessionPaths] = []
-    for entry in sorted(root.iterdir()):
+    for entry in listing(home / SESSION_STATE):
         if entry.name.startswith("."):
             continue
         if entry.is_dir() and (entry / EVENTS).is_file():

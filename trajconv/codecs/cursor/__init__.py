@@ -1,13 +1,8 @@
-"""Cursor CLI (``cursor-agent`` / ``agent``) codec: AgentKv ``store.db`` chat stores.
-
-Format facts and sources: ``codecs/cursor/README.md``; the codec's own
-README.md beside this file states its input contract and what it cannot carry.
-"""
+"""Cursor CLI (``cursor-agent`` / ``agent``) codec: AgentKv ``store.db`` chat stores."""
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
-    name="cursor",
     aliases=("cursor-agent", "cursor-cli"),
     description="Cursor CLI (cursor-agent): AgentKv store.db under ~/.cursor/chats",
     package=__name__,

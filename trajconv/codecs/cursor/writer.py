@@ -41,7 +41,7 @@ from trajconv.codecs.base import (
     safe_component,
 )
 from trajconv.codecs.common import iso_ms as _ms
-from trajconv.codecs.common import uuid_session_id
+from trajconv.codecs.common import name_unheld, uuid_session_id
 from trajconv.codecs.cursor import layout, native, proto, reader
 from trajconv.errors import RefusedError, VerifyError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -387,10 +387,14 @@ def _meta(
     # store's ``subagentInfo`` needs the spawning tool call, which a Snapshot does not name.
     if session.updated_at:
         diags.add("untranslated-time", "session updated_at")
-    if session.branch:
-        diags.add("untranslated-branch", "session branch")
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "meta.subagentInfo")
+    name_unheld(
+        diags,
+        session,
+        {
+            "untranslated-branch": "session branch",
+            "untranslated-parent-session": "meta.subagentInfo",
+        },
+    )
     meta["mode"] = "default"
     meta["isRunEverything"] = False
     if session.model:

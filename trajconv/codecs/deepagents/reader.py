@@ -537,11 +537,7 @@ class _Lifter(CallProjector):
                 if call_id is None:
                     self.d.add("invalid-line", place)
                     continue
-                r = rid()
-                self.b.add_call(
-                    r, call_id, name, arguments, time=occ.time, turn=None, evidence=ev()
-                )
-                self.calls[call_id] = r
+                self.add_call(rid(), call_id, name, arguments, time=occ.time, evidence=ev())
                 made += 1
             if made == 0:
                 self.d.add("empty-content", place, name=occ.native)

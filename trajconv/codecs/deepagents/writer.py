@@ -30,12 +30,11 @@ from typing import Any, TextIO
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_joined_models,
     name_status_not_sent,
 )
-from trajconv.codecs.common import work_folder
+from trajconv.codecs.common import name_unheld, start_write
 from trajconv.codecs.deepagents import layout
 from trajconv.codecs.deepagents.reader import HARNESS
 from trajconv.errors import RefusedError
@@ -251,9 +250,7 @@ def plan(
 ) -> ExportPlan:
     """``reasoning="keep"`` writes reasoning as LangChain ``reasoning`` blocks (ACP replays
     them as thoughts); ``"drop"`` leaves it out (some providers reject such blocks)."""
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "deepagents", allow_lossy=allow_lossy)
-    workdir = work_folder(snapshot, "deepagents", cwd)
+    diags, drop, workdir = start_write(snapshot, "deepagents", allow_lossy=allow_lossy, cwd=cwd)
     if reasoning not in ("keep", "drop"):
         raise RefusedError(f"reasoning must be 'keep' or 'drop', not {reasoning!r}")
     tid = thread_id(snapshot, diags)
@@ -282,10 +279,14 @@ def plan(
         diags.add("untranslated-time", "per-message times (kept only in checkpoint.json)")
     if session.updated_at is None and last_time is not None:
         diags.add("timestamps-synthesized", "updated_at (the last record's time)")
-    if session.title:
-        diags.add("untranslated-title", "a Deep Agents thread has no title")
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "a Deep Agents thread has no parent thread")
+    name_unheld(
+        diags,
+        session,
+        {
+            "untranslated-title": "a Deep Agents thread has no title",
+            "untranslated-parent-session": "a Deep Agents thread has no parent thread",
+        },
+    )
     head: dict[str, Any] = {
         "format": layout.SEED_FORMAT,
         "snapshot_id": snapshot.id,

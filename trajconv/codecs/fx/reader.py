@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
+from trajconv.codecs.common import json_document
 from trajconv.codecs.fx import layout, native, streamed
 from trajconv.codecs.jsonl import (
     Utf8Tally,
@@ -75,16 +76,6 @@ def _arguments(text: Any) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return {"_raw": text}
-
-
-def _json_object(data: bytes, file: str) -> Obj:
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise FormatError(file, f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise FormatError(file, "not a JSON object")
-    return value
 
 
 def _media(name: str) -> str:
@@ -212,7 +203,7 @@ def _load(
             meta, history = _load_large(name, path, b, limits)
             continue
         data = read_bounded(path, limits.max_session_bytes)
-        meta = _json_object(data, name)
+        meta = json_document(data, name)
         if secrets.has_secret_key(meta):
             b.add_artifact(name, "application/json", data)
         else:
@@ -243,7 +234,7 @@ def _load_large(
         assert copy.path is not None  # a copied file
         return outline.members, outline.history(copy.path)
     data = copy.read()  # the whole path (streamed.py says when)
-    meta = _json_object(data, name)
+    meta = json_document(data, name)
     if secrets.has_secret_key(meta):
         # replaces the copy's entry: the credential stays only in the private spool
         b.add_artifact(name, "application/json", data)
@@ -526,7 +517,7 @@ def _watermark(sdir: Path, files: _Files, sid: str, generation: Any) -> Obj:
                 "committed boundary, fx cannot read this session",
             )
         name = found[0]
-    mark = _json_object(files[name], name)
+    mark = json_document(files[name], name)
     if mark.get("session_id") != sid:
         raise FormatError(name, "watermark names another session")
     for key in ("through_seq", "through_event_log_bytes"):
@@ -542,7 +533,7 @@ def _read_v3(sdir: Path, meta: Obj, files: _Files, b: SnapshotBuilder, limits: L
     if meta.get("storage_format") != "event_log_v1":
         raise FormatError(layout.SESSION_JSON, "schema 3 without storage_format event_log_v1")
     if layout.AUTHORITY in files:
-        authority = _json_object(files[layout.AUTHORITY], layout.AUTHORITY)
+        authority = json_document(files[layout.AUTHORITY], layout.AUTHORITY)
         if authority.get("session_id") != sid:
             raise FormatError(layout.AUTHORITY, "authority marker names another session")
     mark = _watermark(sdir, files, sid, meta.get("log_generation"))
@@ -663,7 +654,7 @@ def _apply_v3(
         blob = b"".join(pending["chunks"])
         if hashlib.sha256(blob).hexdigest() != pending["sha"]:
             raise FormatError(layout.EVENTS, "state replacement sha256 mismatch", line=ev.line)
-        durable = _json_object(blob, f"{layout.EVENTS}:{pending['line']} state")
+        durable = json_document(blob, f"{layout.EVENTS}:{pending['line']} state")
         history = durable.get("history")
         if not isinstance(history, list):
             raise FormatError(layout.EVENTS, "replaced state has no history", line=ev.line)

@@ -35,6 +35,7 @@ import orjson
 
 from trajconv.codecs.base import ExportFile, ExportPlan, safe_component
 from trajconv.codecs.common import iso_ms as _ms
+from trajconv.codecs.common import name_unheld
 from trajconv.codecs.fx import layout, native
 from trajconv.errors import RefusedError, UsageError
 from trajconv.snapshot.diagnostics import Diagnostics
@@ -623,10 +624,11 @@ def plan(
     if session.updated_at is None:
         diags.add("timestamps-synthesized", "updated_at_ms")
     # fx keeps no git branch, and its sessions name no parent session (the codec README)
-    if session.branch:
-        diags.add("untranslated-branch", "session.json")
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "session.json")
+    name_unheld(
+        diags,
+        session,
+        {"untranslated-branch": "session.json", "untranslated-parent-session": "session.json"},
+    )
     base = f"{layout.FX_DIR}/{layout.SESSIONS}/{sid}"
     lowering = _Lowering(allow_lossy, diags)
     out = _History(Spool()) if legacy else _Frames(Spool())

@@ -24,6 +24,7 @@ import orjson
 
 from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
 from trajconv.codecs.common import first_json, several_sessions
+from trajconv.codecs.layouts import listing
 from trajconv.errors import FormatError
 
 DIR = ".gemini"
@@ -91,14 +92,11 @@ def project_cwd(project_dir: Path, hints: dict[str, str] | None = None) -> str |
 
 def session_files(gdir: Path) -> list[Path]:
     """Every ``tmp/*/chats/session-*.json[l]`` file, sorted."""
-    root = gdir / TMP
-    if not root.is_dir():
-        return []
-    return sorted(
+    return [
         p
-        for p in root.glob(f"*/{CHATS}/session-*")
+        for p in listing(gdir / TMP, f"*/{CHATS}/session-*")
         if p.suffix in (".json", ".jsonl") and p.is_file() and not p.is_symlink()
-    )
+    ]
 
 
 def header_id(path: Path) -> str | None:

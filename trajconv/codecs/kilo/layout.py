@@ -10,69 +10,39 @@ non-release channels use ``kilo-<channel>.db``); ``kilo export`` prints one
 
 from __future__ import annotations
 
-import os
 import sqlite3
+from functools import partial
 from pathlib import Path
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim
-from trajconv.codecs.opencode_lineage import Flavour, project
+from trajconv.codecs.base import Claim
+from trajconv.codecs.opencode_lineage import Flavour
+from trajconv.codecs.opencode_lineage import layout as lineage
 from trajconv.codecs.opencode_lineage import store as native
-from trajconv.codecs.opencode_lineage.project import Located
 from trajconv.errors import FormatError
-
-DB = "kilo.db"
-DATA_REL = Path(".local") / "share" / "kilo"
-DOCUMENT = "kilo-export.json"
-#: beside the document: one ``kilo export`` document per child session (sub-agent)
-CHILDREN = "kilo-export-children"
-#: tables Kilo adds to OpenCode's schema (7.7.7): a database with them is Kilo's
-OWN_TABLES = ("kilo_board", "kilo_board_message")
 
 #: the names Kilo gives the lineage's shared format
 FLAVOUR = Flavour(
     harness="kilo",
     label="Kilo",
-    cli="kilo",
-    data="kilo",
-    db=DB,
-    db_env="KILO_DB",
-    document=DOCUMENT,
-    children=CHILDREN,
-    reader="kilo/1",
     format_version="7.7.7",
     agent="code",
     package="@kilocode/cli",
     user_context="environment_details",
 )
+DB = FLAVOUR.db
+DATA_REL = lineage.data_rel(FLAVOUR)
+DOCUMENT = FLAVOUR.document
+#: beside the document: one ``kilo export`` document per child session (sub-agent)
+CHILDREN = FLAVOUR.children
+#: tables Kilo adds to OpenCode's schema (7.7.7): a database with them is Kilo's
+OWN_TABLES = ("kilo_board", "kilo_board_message")
 
 
-def default_home() -> Path:
-    xdg = os.environ.get("XDG_DATA_HOME")
-    return Path(xdg) / "kilo" if xdg else Path.home() / DATA_REL
-
-
-def data_folder(path: Path) -> Path | None:
-    """The Kilo data folder ``path`` is or holds (a user home), or None."""
-    for cand in (path, path / DATA_REL):
-        if (cand / DB).is_file():
-            return cand
-    return None
-
-
-def resolve(path: Path, session: str | None) -> Located:
-    """A session from a database or export file, or a data folder / home plus ``--session``."""
-    found = project.locate_file(path, session, FLAVOUR)
-    if found is not None:
-        return found
-    data = data_folder(path)
-    if data is None:
-        raise FormatError(path, f"not a Kilo data folder or home (no {DB})")
-    if session is None:
-        raise project.many_sessions(path, FLAVOUR)
-    found = project.in_database(data, session, FLAVOUR)
-    if found is None:
-        raise FormatError(path, f"no session {session!r} in {data}")
-    return found
+#: where Kilo keeps its data, a data folder or home it is handed, the session a path names:
+#: the lineage's, with Kilo's names
+default_home = partial(lineage.default_home, FLAVOUR)
+data_folder = partial(lineage.data_folder, flavour=FLAVOUR)
+resolve = partial(lineage.resolve, flavour=FLAVOUR)
 
 
 def _has_own_tables(path: Path) -> bool:
@@ -92,14 +62,8 @@ def claims(path: Path) -> Claim | None:
     """``kilo.db``, an export document (``kilo-export.json``) or the folder holding one, a data
     folder holding ``kilo.db`` or a user home holding ``.local/share/kilo``; another SQLite
     file with Kilo's own tables is likely Kilo's."""
-    if path.is_file():
-        if path.name == DB:
-            return Claim(CERTAIN, "store")
-        if path.name == DOCUMENT:
-            return Claim(CERTAIN, "session")
-        if path.suffix == ".db" and native.is_sqlite(path) and _has_own_tables(path):
-            return Claim(LIKELY, "store")
-        return None
-    if (path / DOCUMENT).is_file():
-        return Claim(CERTAIN, "session")
-    return Claim(CERTAIN, "home") if data_folder(path) is not None else None
+    return lineage.claims(path, FLAVOUR, _likely_store)
+
+
+def _likely_store(path: Path) -> bool:
+    return path.suffix == ".db" and native.is_sqlite(path) and _has_own_tables(path)

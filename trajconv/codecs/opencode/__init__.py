@@ -1,14 +1,10 @@
 """OpenCode (``opencode`` CLI, npm ``opencode-ai``) codec: ``<data>/opencode.db`` and the
 legacy ``<data>/storage/`` JSON files, written as an ``opencode export`` document.
-
-Format facts and sources: ``codecs/opencode/README.md``; the codec's own README.md beside
-this file states its input contract and what it cannot carry.
 """
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
-    name="opencode",
     aliases=("opencode-ai", "sst-opencode"),
     description="OpenCode: opencode.db (session/message/part rows), legacy storage/ JSON",
     package=__name__,

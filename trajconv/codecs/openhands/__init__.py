@@ -1,12 +1,8 @@
-"""OpenHands CLI codec: ``~/.openhands/conversations/<hex id>/events/event-*.json``.
-
-Format facts and sources: the codec's README.md beside this file.
-"""
+"""OpenHands CLI codec: ``~/.openhands/conversations/<hex id>/events/event-*.json``."""
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
-    name="openhands",
     aliases=("openhands-cli",),
     description=(
         "OpenHands CLI: conversations/<id>/events/event-*.json (one SDK event a file) "

@@ -35,8 +35,6 @@ def discover(home: Path) -> list[SessionRef]:
                 harness="openhands",
                 session_id=conv.name,
                 path=conv,
-                title=None,
-                cwd=None,
                 created_at=_time(files[0]),
                 updated_at=_time(files[-1]),
                 size=sum(p.stat().st_size for p in files),

@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.common import pick_session
+from trajconv.codecs.layouts import listing
 from trajconv.errors import FormatError, UsageError
 
 DIR = ".openhands"
@@ -37,11 +39,8 @@ def store_of(home: Path) -> Path | None:
 
 def event_files(conv: Path) -> list[Path]:
     """The event files of a conversation folder, by index."""
-    folder = conv / EVENTS
-    if not folder.is_dir():
-        return []
     found = []
-    for p in folder.iterdir():
+    for p in listing(conv / EVENTS):
         m = EVENT_NAME.match(p.name)
         if m and p.is_file() and not p.is_symlink():
             found.append((int(m["idx"]), p))
@@ -56,14 +55,11 @@ def conversations(home: Path) -> list[Path]:
     store = store_of(home)
     if store is None:
         return []
-    return sorted(p for p in store.iterdir() if is_conversation(p) and not p.is_symlink())
+    return [p for p in listing(store) if is_conversation(p) and not p.is_symlink()]
 
 
 def subagents(conv: Path) -> list[Path]:
-    folder = conv / SUBAGENTS
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if is_conversation(p) and not p.is_symlink())
+    return [p for p in listing(conv / SUBAGENTS) if is_conversation(p) and not p.is_symlink()]
 
 
 def claims(path: Path) -> Claim | None:
@@ -95,17 +91,9 @@ def resolve(path: Path, session: str | None) -> Path:
     if store is None:
         raise FormatError(path, "not an OpenHands conversation folder or home")
     found = conversations(path)
-    if session is not None:
-        safe_component(session, "session id", path)
-        for conv in found:
-            if conv.name == session:
-                return conv
-            for sub in subagents(conv):
-                if sub.name == session:
-                    return sub
+    if session is not None:  # a sub-agent's conversation is a session too
+        found += [sub for conv in found for sub in subagents(conv)]
+    picked = pick_session(path, found, session, "OpenHands home", lambda conv: conv.name)
+    if picked is None:
         raise UsageError(f"no session {session!r} under {path}")
-    if len(found) == 1:
-        return found[0]
-    raise UsageError(
-        f"{path}: holds {len(found)} OpenHands conversations; pick one with --session ID"
-    )
+    return picked

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
+from trajconv.codecs.common import json_document
 from trajconv.codecs.jsonl import read_bounded
 from trajconv.codecs.openhands import layout
 from trajconv.codecs.tool_calls import CallProjector
@@ -214,16 +215,9 @@ class _Projector(CallProjector):
             call_id = f"{rid}:call"
         name = str(call.get("name") or obj.get("tool_name") or "")
         ev = self._ev(f"{kind}/{name}", call_id, "$.tool_call")
-        self.b.add_call(
-            f"{rid}:call",
-            call_id,
-            name,
-            _arguments(call.get("arguments")),
-            time=time,
-            turn=self.turn,
-            evidence=ev,
+        self.add_call(
+            f"{rid}:call", call_id, name, _arguments(call.get("arguments")), time=time, evidence=ev
         )
-        self.calls[call_id] = f"{rid}:call"
         if name == "task":
             self.task_calls.append(call_id)
 
@@ -304,12 +298,7 @@ def _project(
         if total > limits.max_session_bytes:
             raise LimitError(path, "max_session_bytes", limits.max_session_bytes)
         b.add_artifact(art, "application/json", data)
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise FormatError(path, f"not JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise FormatError(path, "an event file holds no JSON object")
+        obj = json_document(data, path, "an event file holds no JSON object")
         before = b.record_count
         code = proj.event(obj, art)
         if code is not None:

@@ -57,7 +57,7 @@ from trajconv.codecs.base import (
     exit_code_shown,
     name_status_not_sent,
 )
-from trajconv.codecs.common import derived_uuid, is_uuid, open_write
+from trajconv.codecs.common import derived_uuid, is_uuid, name_unheld, open_write
 from trajconv.codecs.openhands import layout
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
@@ -369,15 +369,17 @@ def plan(
             "session times",
             count=(session.created_at is not None) + (session.updated_at is not None),
         )
-    if session.model:
-        diags.add("untranslated-model", "session model (the CLI's settings name the model)")
     diags.add("untranslated-cwd", "session cwd (base_state.json is the CLI's own)")
-    if session.title:
-        diags.add("untranslated-title", "session title (the CLI shows the first prompt)")
-    if session.branch:
-        diags.add("untranslated-branch", session.branch)
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "parent session")
+    name_unheld(
+        diags,
+        session,
+        {
+            "untranslated-model": "session model (the CLI's settings name the model)",
+            "untranslated-title": "session title (the CLI shows the first prompt)",
+            "untranslated-branch": None,
+            "untranslated-parent-session": "parent session",
+        },
+    )
 
     return ExportPlan(
         target="openhands",

@@ -1,14 +1,10 @@
 """Pi coding agent (``pi`` CLI, npm ``@mariozechner/pi-coding-agent``) codec:
 ``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``, a JSONL tree of entries.
-
-Format facts and sources: the codec's own README.md beside this file (input contract, what
-the reader does not project, what the writer cannot hold).
 """
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
-    name="pi",
     aliases=("pi-coding-agent", "pi-agent"),
     description="Pi coding agent: sessions/--<cwd>--/<time>_<uuid>.jsonl (an id/parentId tree)",
     package=__name__,

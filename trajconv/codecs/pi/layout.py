@@ -23,6 +23,7 @@ from pathlib import Path
 
 from trajconv.codecs.base import CERTAIN, LIKELY, Claim
 from trajconv.codecs.common import pick_session
+from trajconv.codecs.layouts import listing
 from trajconv.errors import FormatError, UsageError
 
 AGENT_DIR = Path(".pi") / "agent"
@@ -81,10 +82,7 @@ def agent_dir_of(path: Path) -> Path | None:
 
 def session_files(agent: Path) -> list[Path]:
     """The ``*.jsonl`` files one level below ``<agent>/sessions``, by path."""
-    root = agent / SESSIONS
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.glob("*/*.jsonl") if p.is_file())
+    return [p for p in listing(agent / SESSIONS, "*/*.jsonl") if p.is_file()]
 
 
 def header_of(path: Path) -> dict[str, object] | None:

@@ -38,12 +38,11 @@ from typing import Any, BinaryIO
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_status_not_sent,
     safe_component,
 )
-from trajconv.codecs.common import spooled, work_folder
+from trajconv.codecs.common import name_unheld, spooled, start_write
 from trajconv.codecs.pi import layout
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot, ToolResult
@@ -245,10 +244,8 @@ def plan(
     model: str | None = None,
     **_options: Any,
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "pi", allow_lossy=allow_lossy)
+    diags, drop, workdir = start_write(snapshot, "pi", allow_lossy=allow_lossy, cwd=cwd)
     session = snapshot.session
-    workdir = work_folder(snapshot, "pi", cwd)
     if cwd and session.cwd and cwd != session.cwd:
         diags.add("untranslated-cwd", "header cwd")
     own = snapshot.source.harness == "pi"
@@ -343,10 +340,11 @@ def plan(
         diags.add("timestamps-synthesized", "updated time (the last entry's)")
     if session.model and session.model != (low.last_model or default_model):
         diags.add("untranslated-model", "session model (the last assistant message's)")
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "parentSession (a file path)")
-    if session.branch:
-        diags.add("untranslated-branch", session.branch)
+    name_unheld(
+        diags,
+        session,
+        {"untranslated-parent-session": "parentSession (a file path)", "untranslated-branch": None},
+    )
     if session.title is None:
         diags.add("title-missing", "session_info")
 

@@ -1,12 +1,8 @@
-"""Qwen Code codec: ``~/.qwen/projects/<encoded cwd>/chats/<id>.jsonl``.
-
-Format facts and sources: the codec's README.md beside this file.
-"""
+"""Qwen Code codec: ``~/.qwen/projects/<encoded cwd>/chats/<id>.jsonl``."""
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec, WriteOption
 
 CODEC = LazyCodec(
-    name="qwen",
     aliases=("qwen-code",),
     description="Qwen Code: chats/<id>.jsonl (ChatRecord JSONL) per project under ~/.qwen/projects",
     package=__name__,

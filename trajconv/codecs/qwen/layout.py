@@ -19,7 +19,9 @@ from pathlib import Path
 
 import orjson
 
-from trajconv.codecs.base import CERTAIN, LIKELY, Claim, safe_component
+from trajconv.codecs.base import CERTAIN, LIKELY, Claim
+from trajconv.codecs.common import pick_session
+from trajconv.codecs.layouts import listing
 from trajconv.errors import FormatError, UsageError
 
 DIR = ".qwen"
@@ -92,9 +94,7 @@ def subagent_files(path: Path) -> list[Path]:
     """The sub-agent transcripts of the session file ``chats/<id>.jsonl``:
     ``subagents/<id>/agent-<agent id>.jsonl`` beside ``chats/``, sorted."""
     folder = path.parent.parent / SUBAGENTS / path.stem
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob(f"agent-*{SUFFIX}") if p.is_file() and not p.is_symlink())
+    return [p for p in listing(folder, f"agent-*{SUFFIX}") if p.is_file() and not p.is_symlink()]
 
 
 def session_id_of(path: Path) -> str:
@@ -131,16 +131,9 @@ def resolve(path: Path, session: str | None) -> Path:
         if qwen_dir(path) is None:
             raise FormatError(path, f"not a Qwen Code session file or home (no {PROJECTS}/)")
         files = session_files(path)
-    if session is not None:
-        safe_component(session, "session id", path)
-        for p in files:
-            if p.stem == session:
-                return p
-        for p in files:
-            for sub in subagent_files(p):
-                if session_id_of(sub) == session:
-                    return sub
+    if session is not None:  # a sub-agent's transcript is a session too
+        files += [sub for p in files for sub in subagent_files(p)]
+    picked = pick_session(path, files, session, "Qwen Code home", session_id_of)
+    if picked is None:
         raise UsageError(f"no session {session!r} under {path}")
-    if len(files) == 1:
-        return files[0]
-    raise UsageError(f"{path}: holds {len(files)} Qwen Code sessions; pick one with --session ID")
+    return picked

@@ -27,12 +27,12 @@ import orjson
 from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
-    check_continuable,
     dropped_code,
     name_joined_models,
     name_status_not_sent,
     safe_component,
 )
+from trajconv.codecs.common import start_write
 from trajconv.codecs.genai import SHELL, SNAPSHOT, exit_code
 from trajconv.codecs.qwen import layout
 from trajconv.errors import RefusedError
@@ -350,12 +350,8 @@ def plan(
     model: str | None = None,
     **_options: Any,
 ) -> ExportPlan:
-    diags = Diagnostics()
-    drop = check_continuable(snapshot, "qwen", allow_lossy=allow_lossy)
+    diags, drop, workdir = start_write(snapshot, "qwen", allow_lossy=allow_lossy, cwd=cwd)
     session = snapshot.session
-    workdir = cwd or session.cwd
-    if not workdir:
-        raise RefusedError("refusing to write qwen: the session has no cwd; pass --cwd DIR")
     if session.cwd and workdir != session.cwd:
         diags.add("untranslated-cwd", "session cwd")
     if len(layout.encode_cwd(workdir).encode()) > layout.MAX_NAME:

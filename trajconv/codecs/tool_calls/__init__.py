@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder
 
 
@@ -26,6 +28,21 @@ class CallProjector:
         self.turn: int | None = None
         self.calls: dict[str, str] = {}  # call id -> record id
         self.done: set[str] = set()
+
+    def add_call(
+        self,
+        rid: str,
+        call_id: str,
+        name: str,
+        arguments: JsonValue,
+        *,
+        time: str | None,
+        evidence: EvidenceFields,
+    ) -> None:
+        """The record ``rid`` in the current turn: the call ``call_id`` of tool ``name``,
+        pending until a result answers it."""
+        self.b.add_call(rid, call_id, name, arguments, time=time, turn=self.turn, evidence=evidence)
+        self.calls[call_id] = rid
 
     def answer(
         self,

@@ -1,14 +1,11 @@
 """Mistral Vibe (``vibe`` CLI, PyPI ``mistral-vibe`` 3.x) codec: the unified session store
 ``~/.vibe/logs/session/unified/<uuid>/`` (``CURRENT``, ``meta.json``, ``generations/<g>/``,
 a hash-chained ``journal/`` and content-addressed ``chunks/``).
-
-Format facts and sources: the codec's own README.md beside this file.
 """
 
 from trajconv.codecs.base import Capabilities, HomeSpec, LazyCodec
 
 CODEC = LazyCodec(
-    name="vibe",
     aliases=("mistral-vibe",),
     description="Mistral Vibe: logs/session/unified/<uuid>/ (a unified session store)",
     package=__name__,

@@ -39,7 +39,7 @@ from trajconv.codecs.base import (
     dropped_code,
     name_status_not_sent,
 )
-from trajconv.codecs.common import iso_ms, open_write
+from trajconv.codecs.common import iso_ms, name_unheld, open_write
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Snapshot
 
@@ -187,15 +187,18 @@ def plan(
     tr.flush()
     if timed:
         diags.add("untranslated-time", "record times (vibe keeps none per message)", count=timed)
-    if session.model:
-        diags.add("untranslated-model", "session model (vibe's config names the model)")
+    name_unheld(
+        diags,
+        session,
+        {
+            "untranslated-model": "session model (vibe's config names the model)",
+            "untranslated-parent-session": "parent session",
+            "untranslated-branch": None,
+        },
+    )
     for rec in snapshot.records:
         if rec.kind in ("assistant", "reasoning") and rec.model and rec.id not in drop:
             diags.add("untranslated-model", rec.id)
-    if session.parent_session_id:
-        diags.add("untranslated-parent-session", "parent session")
-    if session.branch:
-        diags.add("untranslated-branch", session.branch)
     if session.title is None:
         diags.add("title-missing", "session title")
 
