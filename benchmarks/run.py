@@ -138,13 +138,41 @@ def floor(info: dict[str, Any]) -> int:
     elif spec["kind"] == "json":
         for name in spec["files"]:
             with open(name, "rb") as fh:
-                units += len(orjson.loads(fh.read()).get("history", []))
+                units += len(orjson.loads(fh.read()).get(spec.get("list", "history"), []))
+    elif spec["kind"] == "text":  # a text history (Aider): decoded and cut into lines
+        for name in spec["files"]:
+            with open(name, "rb") as fh:
+                units += len(fh.read().decode("utf-8", "replace").splitlines())
+    elif spec["kind"] == "files":  # one JSON document a file (OpenHands events)
+        for name in spec["files"]:
+            with open(name, "rb") as fh:
+                orjson.loads(fh.read())
+            units += 1
+        for name in spec.get("json", []):
+            with open(name, "rb") as fh:
+                orjson.loads(fh.read())
+    elif spec["kind"] == "vibe":
+        units = _floor_vibe(Path(spec["folder"]))
     elif spec["kind"] == "cursor":
         units = _floor_cursor(spec["db"])
     elif spec["kind"] == "deepagents":
         units = _floor_deepagents(spec["db"], spec["thread"])
     elif spec["kind"] == "opencode":
         units = _floor_opencode(spec["db"], spec["session"])
+    return units
+
+
+def _floor_vibe(folder: Path) -> int:
+    """CURRENT, its manifest and every checkpoint chunk it names, parsed once."""
+    import orjson
+
+    current = orjson.loads((folder / "CURRENT").read_bytes())
+    gen = folder / "generations" / current["generation"]
+    manifest = orjson.loads((gen / "manifest.json").read_bytes())
+    orjson.loads((gen / manifest["checkpoint"]["path"]).read_bytes())
+    units = 0
+    for digest in manifest["checkpoint"]["chunks"]:
+        units += len(orjson.loads((folder / "chunks" / f"{digest}.json").read_bytes()))
     return units
 
 
@@ -725,7 +753,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big", action="store_true", help="also run the 1 GB datasets")
     parser.add_argument(
         "--only",
-        default="grok,copilot,fx1,fx4,cursor,deepagents,gemini,opencode,claude,codex",
+        default="grok,copilot,fx1,fx4,cursor,deepagents,gemini,opencode,claude,codex,"
+        "aider,atif,kilo,pi,qwen,vibe,openhands",
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell (median)")
     parser.add_argument("--output", type=Path, default=EVIDENCE, help="markdown report")
@@ -799,6 +828,13 @@ def main(argv: list[str] | None = None) -> int:
             "opencode",
             "claude",
             "codex",
+            "aider",
+            "atif",
+            "kilo",
+            "pi",
+            "qwen",
+            "vibe",
+            "openhands",
         ]
         missing = [h for h in wanted if h not in codecs]
         if missing:
