@@ -581,28 +581,26 @@ class SnapshotBuilder:
             self._head_source = self.source
         return self._records.close()
 
-    def _finish(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """Close the records; the source and the session as they are hashed, and the fields a
-        Child and a Snapshot share (``source``, ``session``, ``records``)."""
+    def _finish(self) -> tuple[dict[str, Any], dict[str, Any], RecordLog]:
+        """Close the records; the source and the session as they are hashed, and the records."""
         records = self._close_records()
-        source = self.source.model_dump(mode="json")
-        session = self.session.model_dump(mode="json")
-        shared = {
-            "source": self.source,
-            "session": Session.model_validate(session),
-            "records": records,
-        }
-        return source, session, shared
+        return self.source.model_dump(mode="json"), self.session.model_dump(mode="json"), records
 
     def _build_child(self, parent_call_id: str | None) -> Child:
-        source, session, shared = self._finish()
+        source, session, records = self._finish()
         cid = hashing.child_id(FORMAT, parent_call_id, source, session, self._digest)
-        return Child.model_construct(id=cid, parent_call_id=parent_call_id, **shared)
+        return Child.model_construct(
+            id=cid,
+            parent_call_id=parent_call_id,
+            source=self.source,
+            session=Session.model_validate(session),
+            records=records,
+        )
 
     def build(self) -> Snapshot:
         if self._parent is not None:
             raise ValueError("a sub-agent's builder is finished by its parent's build()")
-        source, session, shared = self._finish()
+        source, session, records = self._finish()
         children = tuple(kid._build_child(call) for kid, call in self._children)
         self._pack.close()
         for name, utf8 in self._utf8_later.items():
@@ -615,15 +613,44 @@ class SnapshotBuilder:
         diagnostics = tuple(self.diagnostics.to_models())
         producer = Producer(version=__version__, reader=self.reader)
         meta = meta_hash_of(diagnostics, producer, artifacts)
-        return Snapshot.model_construct(
-            id=sid,
-            meta_hash=meta,
-            **shared,
-            children=children,
-            artifacts=artifacts,
-            diagnostics=diagnostics,
-            producer=producer,
+        session_model = Session.model_validate(session)
+        return assemble(
+            sid,
+            meta,
+            self.source,
+            session_model,
+            records,
+            children,
+            artifacts,
+            diagnostics,
+            producer,
         )
+
+
+def assemble(
+    sid: str,
+    meta: str,
+    source: Source,
+    session: Session,
+    records: RecordLog,
+    children: tuple[Child, ...],
+    artifacts: ArtifactLog,
+    diagnostics: tuple[Diagnostic, ...],
+    producer: Producer,
+) -> Snapshot:
+    """The Snapshot of these parts, its id ``sid`` and ``meta`` hash already worked out (by
+    the builder, or checked by the file loader): not validated again."""
+    return Snapshot.model_construct(
+        id=sid,
+        meta_hash=meta,
+        source=source,
+        session=session,
+        records=records,
+        children=children,
+        artifacts=artifacts,
+        diagnostics=diagnostics,
+        producer=producer,
+    )
 
 
 def meta_hash_of(

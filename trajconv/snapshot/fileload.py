@@ -44,7 +44,7 @@ import orjson
 from pydantic import ValidationError
 
 from trajconv.snapshot import hashing
-from trajconv.snapshot.builder import ArtifactWriter, meta_hash_of, plain_record
+from trajconv.snapshot.builder import ArtifactWriter, assemble, meta_hash_of, plain_record
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
@@ -334,16 +334,8 @@ class _Loader:
         if meta != head["meta_hash"]:
             raise _NotTheLayout
         if log is not None:
-            self.snapshot = Snapshot.model_construct(
-                id=sid,
-                meta_hash=meta,
-                source=source,
-                session=session,
-                records=log,
-                children=children,
-                artifacts=art_log,
-                diagnostics=diagnostics,
-                producer=producer,
+            self.snapshot = assemble(
+                sid, meta, source, session, log, children, art_log, diagnostics, producer
             )
         digests = tuple(m["sha256"] for m in art_log.metadata())
         return Checked(
