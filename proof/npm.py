@@ -83,15 +83,17 @@ def run(
     env: Mapping[str, str],
     timeout: float,
     error: type[Exception],
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``argv`` in ``cwd`` with only ``env``, stdin closed, its output captured as text;
-    ``error`` saying why when it cannot start or does not end within ``timeout`` seconds."""
+    """``argv`` in ``cwd`` with only ``env``, its output captured as text; ``error`` saying
+    why when it cannot start or does not end within ``timeout`` seconds. Stdin is
+    ``/dev/null``, or a pipe holding ``stdin`` and then closed when it is given."""
     try:
         return subprocess.run(
             [str(a) for a in argv],
             cwd=cwd,
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -81,8 +81,13 @@ def scratch_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
 def run(
     exe: Path, argv: list[str], home: Path, cwd: Path, extra: Mapping[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI with ``argv`` in ``cwd`` around the scratch ``home`` (stdin closed)."""
-    return npm.run([exe, *argv], cwd, scratch_env(home, extra), timeout, ClaudeLoaderError)
+    """Run the CLI with ``argv`` in ``cwd`` around the scratch ``home``.
+
+    Stdin is an empty pipe, not ``/dev/null``: with ``-p`` the CLI appends what stdin holds
+    to the prompt, and on a loaded machine 2.1.332 read ``/dev/null`` as a run of NUL bytes
+    (seen: the continued prompt arrived as ``"Please go on from here.\\n\\x00\\x00..."``)."""
+    env = scratch_env(home, extra)
+    return npm.run([exe, *argv], cwd, env, timeout, ClaudeLoaderError, stdin="")
 
 
 def version(exe: Path, timeout: float = 60.0) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import resource
 import shutil
 import signal
 import traceback
@@ -28,6 +29,24 @@ from trajconv.snapshot import io
 from trajconv.snapshot.models import Snapshot
 
 CASE_SECONDS = 60  # a hang guard, not a speed target
+CASE_BYTES = 8 << 30
+"""An address-space guard for one read: a reader that blows up (100,000 nested arrays once
+took the ATIF reader to 23 GB, and the kernel killed the whole run) fails its case with a
+MemoryError instead of taking the machine's memory."""
+
+
+@contextlib.contextmanager
+def _memory_cap(limit: int) -> Any:
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    capped = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    if soft != resource.RLIM_INFINITY and soft <= capped:
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 Units = Callable[[Snapshot, Path], "int | None"]
@@ -245,7 +264,8 @@ def run_case(
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(CASE_SECONDS)
     try:
-        snap = codec.read(read_path)
+        with _memory_cap(CASE_BYTES):
+            snap = codec.read(read_path)
         outcome = "snapshot"
     except FormatError as exc:
         assert exc.file, f"FormatError without a file: {exc}"

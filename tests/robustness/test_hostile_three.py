@@ -653,6 +653,30 @@ def test_large_atif_memory_is_bounded(tmp_path: Path) -> None:
     assert grown < (large.stat().st_size - small.stat().st_size) // 4, (peak_small, peak_large)
 
 
+@hostile(
+    "ATIF document with 100,000 nested arrays inside a member (200 KB): refused as nested "
+    "more than max_json_depth, with memory capped at 2 GB (the streaming parser's dotted "
+    "prefixes grew with the depth: 23 GB, and the kernel killed the robustness run)"
+)
+@pytest.mark.parametrize("where", ["extra", "steps"])
+def test_deeply_nested_atif_is_refused_in_bounded_memory(tmp_path: Path, where: str) -> None:
+    import trajconv
+    from tests.robustness.cases import _memory_cap
+    from tests.robustness.hostile import atif_document
+
+    doc = atif_document(tmp_path / "t" / "trajectory.json", 4_000)
+    data = orjson.loads(doc.read_bytes())
+    deep = b"[" * 100_000 + b"]" * 100_000
+    if where == "extra":
+        head, brace = orjson.dumps(data)[:-1], b"}"
+        doc.write_bytes(head + b',"extra":' + deep + brace)
+    else:
+        text = orjson.dumps(data)
+        doc.write_bytes(text.replace(b'"steps":[', b'"steps":[' + deep + b",", 1))
+    with _memory_cap(2 << 30), pytest.raises(FormatError, match="nested more than 256"):
+        trajconv.read("atif", doc)
+
+
 @pytest.mark.parametrize(
     "edit",
     ["step-id", "agent-only-field", "source-call-id", "not-json-tail", "lone-surrogate"],

@@ -64,7 +64,7 @@ def _document(b: SnapshotBuilder, path: Path, name: str, limits: Limits, budget:
     blob = b.add_artifact_file(name, "application/json", path, budget, "max_session_bytes")
     copy = blob.whole_file
     assert copy is not None
-    frame = stream.frame(copy, path)
+    frame = stream.frame(copy, path, limits.max_json_depth)
     if frame.whole:
         data = copy.read_bytes()
         doc = _parse_whole(data, path)

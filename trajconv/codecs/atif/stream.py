@@ -69,8 +69,13 @@ def _not_json(path: Path, exc: Exception) -> FormatError:
     return FormatError(path, f"not JSON: {reason}")
 
 
-def frame(copy: Path, path: Path) -> Frame:
-    """Everything but the steps of the document in ``copy`` (errors name ``path``)."""
+def frame(copy: Path, path: Path, max_depth: int) -> Frame:
+    """Everything but the steps of the document in ``copy`` (errors name ``path``).
+
+    Read from ``ijson.basic_parse`` with the depth counted here: ``ijson.parse`` builds a
+    dotted prefix for every event, whose length grows with the nesting, so 100,000 nested
+    arrays took 23 GB before any check could refuse them. A document nested deeper than
+    ``max_depth`` is refused at the first event past it."""
     sha256, surrogate = _scan_bytes(copy)
     doc: Json = {}
     secret = False
@@ -78,35 +83,37 @@ def frame(copy: Path, path: Path) -> Frame:
     key: str | None = None
     builder: Any = None
     skipping = False
-    first = True
+    depth = 0  # containers open before this event
     try:
         with copy.open("rb") as fh:
-            for prefix, event, value in ijson.parse(fh, use_float=True):
+            for event, value in ijson.basic_parse(fh, use_float=True):
                 if event == "map_key" and not secret and is_secret_key(value):
                     secret = True
-                if first:
-                    first = False
+                opens = event in ("start_map", "start_array")
+                if depth == 0:
                     if event != "start_map":
                         raise FormatError(path, "not a valid ATIF trajectory: document: an "
                                           "ATIF trajectory is a JSON object")  # fmt: skip
+                    depth = 1
                     continue
-                if prefix == "":
+                if opens and depth >= max_depth:
+                    raise FormatError(path, f"nested more than {max_depth} levels deep")
+                if depth == 1 and event in ("map_key", "end_map"):  # a member of the document
                     if builder is not None and key is not None:
                         doc[key] = builder.value
                     builder = None
                     if event == "map_key":
                         key, skipping = value, False
                         builder = ijson.ObjectBuilder()
-                    continue
-                if key == "steps" and prefix == "steps" and event == "start_array":
+                elif depth == 1 and key == "steps" and event == "start_array":
                     skipping, builder = True, None
                     doc["steps"] = []
-                    continue
-                if skipping:
-                    if prefix == "steps.item" and event not in ("map_key", "end_map", "end_array"):
+                elif skipping:
+                    if depth == 2 and event != "end_array":
                         count += 1  # a step starts (one that is no object too: checked later)
-                    continue
-                builder.event(event, value)
+                else:
+                    builder.event(event, value)
+                depth += 1 if opens else -1 if event in ("end_map", "end_array") else 0
     except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
         raise _not_json(path, exc) from None
     except OSError as exc:
