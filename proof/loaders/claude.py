@@ -84,8 +84,9 @@ def run(
     """Run the CLI with ``argv`` in ``cwd`` around the scratch ``home``.
 
     Stdin is an empty pipe, not ``/dev/null``: with ``-p`` the CLI appends what stdin holds
-    to the prompt, and on a loaded machine 2.1.332 read ``/dev/null`` as a run of NUL bytes
-    (seen: the continued prompt arrived as ``"Please go on from here.\\n\\x00\\x00..."``)."""
+    to the prompt, so the prompt is exactly what it was given whatever ``/dev/null`` is (on
+    this machine it once was a regular file others wrote to, and a continued prompt arrived
+    as ``"Please go on from here.\\n\\x00\\x00..."``)."""
     env = scratch_env(home, extra)
     return npm.run([exe, *argv], cwd, env, timeout, ClaudeLoaderError, stdin="")
 

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -305,6 +306,16 @@ def test_one_overwrite_policy_for_snapshot_files(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
     code, _, _ = run("read", "--from", "grok", str(GROK_SESSION), "-o", str(snap), "--force")
     assert code == 0 and json.loads(snap.read_text())["format"] == "trajconv.snapshot/1"
+
+
+def test_force_never_replaces_a_special_file(tmp_path: Path) -> None:
+    """``-o /dev/null --force`` once replaced the device by a regular file (by the atomic
+    rename), for every process on the machine: a FIFO stands for it here."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, _, err = run("read", "--from", "grok", str(GROK_SESSION), "-o", str(fifo), "--force")
+    assert code == 2 and "not a regular file" in err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
 @pytest.mark.parametrize(

@@ -77,3 +77,21 @@ def test_reader_survives_several_hostile_fields(
         run_case(target, mutation, seed, tmp_path_factory.mktemp(harness), values=values)
 
     case()
+
+
+@pytest.mark.parametrize(
+    ("harness", "mutation", "seed"),
+    [
+        # evidence run at 300 cases (seed 20261130): a record without parentUuid
+        # (KeyError in the Qwen chain walk) and an fx tool step whose assistant text is
+        # an object (dropped with no diagnostic: conservation failed)
+        ("qwen", "flip-bytes", 20261398),
+        ("fx", "multi-field", 20261393),
+        # 100,000 nested arrays in an ATIF document (23 GB before the depth check)
+        ("atif", "deep-nesting", 20261308),
+    ],
+)
+def test_cases_the_evidence_run_found(
+    harness: str, mutation: str, seed: int, tmp_path: Path
+) -> None:
+    assert run_case(TARGETS[harness], mutation, seed, tmp_path) in ("snapshot", "format-error")

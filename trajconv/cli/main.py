@@ -203,6 +203,10 @@ def _check_new_file(path: Path, force: bool) -> None:
         raise UsageError(f"{path} is a folder; name the Snapshot file to write")
     if not path.parent.is_dir():
         raise UsageError(f"{path}: the folder {path.parent} does not exist")
+    if path.exists() and not path.is_file():
+        # --force replaces the file by a rename: a device such as /dev/null would become a
+        # regular file for every process on the machine (seen, run as root)
+        raise UsageError(f"{path} is not a regular file; name a Snapshot file to write")
     if path.exists() and not force:
         raise RefusedError(f"{path} exists; refusing to replace it (pass --force to replace it)")
 

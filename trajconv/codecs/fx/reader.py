@@ -317,7 +317,7 @@ class _TurnLifter:
         final = turn.get("assistant")
         if kind == native.TURN_BACKGROUND:
             self.d.add("lifecycle-dropped", self._sample(at, ".log_path"), name=kind)
-        if isinstance(final, dict | str):
+        if final is not None:  # a counted unit: its text, else named as holding none
             reply = native.durable_text(final)
             if reply:
                 # an interrupted turn's text is what the model had said when it stopped
@@ -390,7 +390,7 @@ class _TurnLifter:
                     turn=self.turn,
                     evidence=self._ev(at, f"{sub}.assistant", "assistant"),
                 )
-            elif text == "":
+            elif step.get("assistant") is not None:  # "" or a value that holds no text
                 self.d.add("empty-content", self._sample(at, f"{sub}.assistant"), name="assistant")
             for k, call in _objects(step, "tool_calls", at, sub):
                 rid = self._call(call, at, f"{sub}.tool_calls[{k}]", f"{at.prefix}s{j}/call{k}")

@@ -104,7 +104,7 @@ def _chain(path: Path, name: str, limits: Limits) -> tuple[set[str], set[str]]:
     for _, obj in iter_file_objects(path, name, Diagnostics(), limits):
         if not _valid(obj):
             continue
-        parents[obj["uuid"]] = obj["parentUuid"]
+        parents[obj["uuid"]] = obj.get("parentUuid")  # _valid: absent counts as null
         if _conversation(obj):
             leaf = obj["uuid"]
         if _command_answered(obj, prev):
