@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -247,6 +248,13 @@ def test_a_deep_agents_thread_goes_to_cursor_with_its_checkpoints_named(tmp_path
 # -- exit codes, overwrite policy, ordinary mistakes --------------------------------------
 
 
+def _ctrl_c_reaches_it() -> None:
+    """A child's SIGINT as a terminal program has it: the default, which Python turns into
+    KeyboardInterrupt. A test run started in the background of a non-interactive shell
+    (``cmd &``) inherits SIGINT ignored, and the Ctrl-C cases would then never see one."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_is_130_without_traceback_and_leaves_no_spool(tmp_path: Path) -> None:
     script = tmp_path / "interrupt.py"
     script.write_text(
@@ -264,7 +272,12 @@ def test_ctrl_c_is_130_without_traceback_and_leaves_no_spool(tmp_path: Path) -> 
     env = {**os.environ, "TMPDIR": str(spools)}
     args = ["convert", "--from", "grok", "--to", "fx", str(GROK_SESSION), "-o", str(tmp_path / "o")]
     done = subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, env=env, check=False
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        preexec_fn=_ctrl_c_reaches_it,
     )
     assert done.returncode == 130
     assert "Traceback" not in done.stderr and "interrupted" in done.stderr
@@ -648,6 +661,7 @@ def test_ctrl_c_during_archive_with_jobs_is_130_and_leaves_no_spool(
         text=True,
         start_new_session=True,  # its own process group, as a terminal's Ctrl-C reaches it
         timeout=600,  # a hang guard, not a speed target
+        preexec_fn=_ctrl_c_reaches_it,
     )
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "trajconv: interrupted"
@@ -737,7 +751,11 @@ def finalize() -> None:
 m.main()
 """
     done = subprocess.run(  # the timeout is a hang guard: without the fix it never ends
-        [sys.executable, "-c", program, "finalize"], capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", program, "finalize"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=_ctrl_c_reaches_it,
     )
     assert done.returncode == 130, done.stderr
     assert "finished" not in done.stdout
