@@ -13,7 +13,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from trajconv.errors import FormatError, LimitError, UnsafePathError, UsageError, writing
@@ -132,11 +132,12 @@ class ExportFile:
 
 @dataclass
 class ExportPlan:
-    """What a writer wants written; the shared machinery writes it atomically."""
+    """What a writer wants written; the shared machinery writes it atomically.
 
-    target: str
+    ``target`` and ``snapshot_id`` are the centre's to fill (:meth:`LazyCodec.plan`: the
+    codec's name and the Snapshot it was given), so no writer can name another."""
+
     session_id: str
-    snapshot_id: str
     files: list[ExportFile]
     session_paths: list[str]
     """Home-relative folders or files that make up the session; prepare refuses if any exists."""
@@ -157,6 +158,53 @@ class ExportPlan:
     """The ids (``Child.id``) of the Snapshot's sub-agents this plan writes as the target's
     own children; every other child is counted as ``untranslated-subagent`` by
     :func:`name_untranslated_children` (``trajconv.write`` calls it for every plan)."""
+    target: str = field(init=False, default="")
+    """The codec that wrote the plan (filled by the centre)."""
+    snapshot_id: str = field(init=False, default="")
+    """The id of the Snapshot the plan writes (filled by the centre)."""
+
+
+def home_folders(*folders: str, shared: str = "") -> dict[str, int]:
+    """An export's ``dir_modes``: each of ``folders`` (home-relative) and every folder above
+    it, 0o700 (a session's own folders, the user's alone), but ``shared`` and every folder
+    above it 0o755 (what a harness keeps for all its sessions and makes world-readable)."""
+    public = _with_parents(shared) if shared else []
+    return {
+        **{path: 0o700 for folder in folders for path in _with_parents(folder)},
+        **dict.fromkeys(public, 0o755),
+    }
+
+
+def _with_parents(folder: str) -> list[str]:
+    parts = PurePosixPath(folder).parts
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def folder_plan(
+    folder: str,
+    files: list[ExportFile],
+    *,
+    resume_argv: list[str],
+    diags: Diagnostics,
+    notes: list[str],
+    shared: str = "",
+    below: Iterable[str] = (),
+    children_written: tuple[str, ...] = (),
+) -> ExportPlan:
+    """The plan of a session a harness keeps as one folder of its home named by the session
+    id (``folder``, home-relative): that folder is the session (prepare refuses when it
+    exists), and it, the folders ``below`` it and every folder above it get the modes
+    :func:`home_folders` gives (``shared`` is the harness's folder of all sessions)."""
+    return ExportPlan(
+        session_id=PurePosixPath(folder).name,
+        files=files,
+        session_paths=[folder],
+        resume_argv=resume_argv,
+        diagnostics=diags.to_models(),
+        dir_modes=home_folders(folder, *below, shared=shared),
+        notes=notes,
+        children_written=children_written,
+    )
 
 
 @dataclass(frozen=True)
@@ -419,6 +467,7 @@ class LazyCodec:
             plan: ExportPlan = self._fn("writer", "plan")(
                 snapshot, allow_lossy=allow_lossy, **options
             )
+        plan.target, plan.snapshot_id = self.name, snapshot.id
         return plan
 
 

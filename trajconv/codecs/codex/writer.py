@@ -298,9 +298,7 @@ def plan(
         paths.append(kid_rel)
         children.append(child.id)
     return ExportPlan(
-        target="codex",
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=files,
         session_paths=paths,
         children_written=tuple(children),

@@ -452,9 +452,7 @@ def plan(
     if workdir:
         notes.append(f"run the resume command in {workdir} (Cursor groups chats by cwd)")
     return ExportPlan(
-        target="cursor",
         session_id=agent,
-        snapshot_id=snapshot.id,
         files=[ExportFile(path, readout)],
         session_paths=session_paths,
         resume_argv=["cursor-agent", "--resume", agent],

@@ -301,9 +301,7 @@ def plan(
         "acp_session": True,
     }
     return ExportPlan(
-        target="deepagents",
         session_id=tid,
-        snapshot_id=snapshot.id,
         files=[ExportFile(layout.SEED, _SeedFile(head, spool, messages, times), 0o644)],
         session_paths=[],
         resume_argv=["dcode", "-r", tid],

@@ -513,9 +513,7 @@ def plan(
     diags.add("defaults-assumed", f"agent/mode '{flavour.agent}', cost and tokens 0, slug")
     doc = flavour.document
     return ExportPlan(
-        target=name,
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=[ExportFile(doc, _Document(info, spool, messages), 0o644), *child_files],
         session_paths=[],
         children_written=tuple(children),
