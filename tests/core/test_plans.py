@@ -37,14 +37,22 @@ def test_a_folder_plan_is_the_session_named_by_its_folder() -> None:
     diags = Diagnostics()
     diags.add("ids-derived", "x")
     files = [ExportFile("home/.h/sessions/abc/log.jsonl", b"{}\n")]
-    plan = folder_plan(
-        ".h/sessions/abc", files, resume_argv=["h", "abc"], diags=diags, notes=["n"], shared=".h"
-    )
+    plan = folder_plan(".h/sessions/abc", files, diags=diags, notes=["n"], shared=".h")
     assert (plan.session_id, plan.session_paths, plan.resume_argv) == (
         "abc",
         [".h/sessions/abc"],
-        ["h", "abc"],
+        [],
     )
     assert plan.dir_modes == {".h": 0o755, ".h/sessions": 0o700, ".h/sessions/abc": 0o700}
     assert [d.code for d in plan.diagnostics] == ["ids-derived"]
-    assert plan.target == ""  # the centre's to fill
+    assert plan.target == ""  # the centre's to fill, as the resume command
+
+
+@pytest.mark.parametrize("target", WRITERS)
+def test_the_centre_resumes_the_session_the_plan_writes(target: str) -> None:
+    snap = tiny_session(("user", "hi"), ("assistant", "hello"))
+    codec = registry.get(target)
+    plan = codec.plan(snap, allow_lossy=True)
+    resume = getattr(codec, "resume", ())
+    assert plan.resume_argv == [a.replace("{session}", plan.session_id) for a in resume]
+    assert bool(plan.resume_argv) == plan.installable

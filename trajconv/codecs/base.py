@@ -135,13 +135,16 @@ class ExportPlan:
     """What a writer wants written; the shared machinery writes it atomically.
 
     ``target`` and ``snapshot_id`` are the centre's to fill (:meth:`LazyCodec.plan`: the
-    codec's name and the Snapshot it was given), so no writer can name another."""
+    codec's name and the Snapshot it was given), so no writer can name another; so is
+    ``resume_argv``, the codec's ``resume`` command for ``session_id``, unless the writer
+    gives one (a session the harness opens by another name)."""
 
     session_id: str
     files: list[ExportFile]
     session_paths: list[str]
     """Home-relative folders or files that make up the session; prepare refuses if any exists."""
-    resume_argv: list[str]
+    resume_argv: list[str] = field(default_factory=list)
+    """Empty: the codec's ``resume`` command for ``session_id`` (filled by the centre)."""
     diagnostics: tuple[Diagnostic, ...] = ()
     dir_modes: dict[str, int] = field(default_factory=dict)
     """Home-relative folders and the modes the harness gives them."""
@@ -184,7 +187,6 @@ def folder_plan(
     folder: str,
     files: list[ExportFile],
     *,
-    resume_argv: list[str],
     diags: Diagnostics,
     notes: list[str],
     shared: str = "",
@@ -199,7 +201,6 @@ def folder_plan(
         session_id=PurePosixPath(folder).name,
         files=files,
         session_paths=[folder],
-        resume_argv=resume_argv,
         diagnostics=diags.to_models(),
         dir_modes=home_folders(folder, *below, shared=shared),
         notes=notes,
@@ -414,6 +415,10 @@ class LazyCodec:
     """Where the harness keeps sessions; none for a document format."""
     capabilities: Capabilities = field(default_factory=Capabilities)
     write_options: tuple[WriteOption, ...] = ()
+    resume: tuple[str, ...] = ()
+    """How the harness resumes one of its sessions: the argv, ``{session}`` standing for the
+    session id (``("claude", "--resume", "{session}")``); the centre makes it the
+    ``resume_argv`` of every plan whose writer gives none. Empty for a document format."""
 
     def __post_init__(self) -> None:
         if not self.package or not self.description:
@@ -468,6 +473,8 @@ class LazyCodec:
                 snapshot, allow_lossy=allow_lossy, **options
             )
         plan.target, plan.snapshot_id = self.name, snapshot.id
+        if not plan.resume_argv:
+            plan.resume_argv = [arg.replace("{session}", plan.session_id) for arg in self.resume]
         return plan
 
 

@@ -139,7 +139,6 @@ def plan(
         session_id=session_id,
         files=[ExportFile(f"home/{layout.HISTORY}", data, 0o644)],
         session_paths=[layout.HISTORY],
-        resume_argv=["aider", "--restore-chat-history"],
         diagnostics=diags.to_models(),
         prepare_script=script,
         notes=[

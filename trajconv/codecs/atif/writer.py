@@ -252,7 +252,6 @@ def plan(snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> Ex
         session_id=snapshot.session.id,
         files=[ExportFile(layout.DOCUMENT, data, 0o644)],
         session_paths=[],
-        resume_argv=[],
         diagnostics=diags.to_models(),
         installable=False,
         notes=[

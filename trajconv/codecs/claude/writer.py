@@ -426,7 +426,6 @@ def plan(
         files=files,
         session_paths=session_paths,
         children_written=tuple(written),
-        resume_argv=["claude", "--resume", sid],
         diagnostics=diags.to_models(),
         dir_modes=home_folders(layout.CONFIG),
         notes=[

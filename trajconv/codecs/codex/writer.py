@@ -302,7 +302,6 @@ def plan(
         files=files,
         session_paths=paths,
         children_written=tuple(children),
-        resume_argv=["codex", "resume", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(provider, binding),
         notes=[

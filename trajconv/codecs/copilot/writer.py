@@ -383,7 +383,6 @@ def plan(
     return folder_plan(
         rel,
         files,
-        resume_argv=["copilot", f"--resume={sid}"],
         diags=diags,
         notes=[
             f"the session's cwd is {workdir}; Copilot CLI 1.0.102 refuses to load a session "

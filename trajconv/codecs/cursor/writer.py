@@ -455,7 +455,6 @@ def plan(
         session_id=agent,
         files=[ExportFile(path, readout)],
         session_paths=session_paths,
-        resume_argv=["cursor-agent", "--resume", agent],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
         try_home=None,  # the session exists once prepare.py wrote it into a home

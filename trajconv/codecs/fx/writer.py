@@ -695,7 +695,6 @@ def plan(
     return folder_plan(
         base,
         files,
-        resume_argv=["fx", "resume", sid],
         diags=diags,
         notes=notes,
         below=[bodies] if any(f.path.startswith(f"home/{bodies}/") for f in files) else [],

@@ -296,7 +296,6 @@ def plan(
             ExportFile(f"{base}/{layout.CHATS}/{name}", data, 0o644),
         ],
         session_paths=[rel],
-        resume_argv=["gemini", "--resume", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
         notes=[

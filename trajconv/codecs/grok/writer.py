@@ -280,7 +280,6 @@ def plan(
     return folder_plan(
         rel,
         files,
-        resume_argv=["grok", "--resume", sid],
         diags=diags,
         notes=[f"run the resume command in {workdir} (Grok groups sessions by cwd)"],
     )

@@ -379,7 +379,6 @@ def plan(
     return folder_plan(
         base,
         files,
-        resume_argv=["openhands", "--resume", conv],
         diags=diags,
         notes=[f"run the resume command in {workdir}: the session's cwd"],
         shared=CONVERSATIONS,

@@ -351,7 +351,7 @@ def plan(
 
     folder = layout.folder_for_cwd(workdir)
     name = layout.file_name(header_time or EPOCH, sid)
-    resume = ["pi", "--session", sid]
+    resume: list[str] = []  # the codec's `pi --session <id>`, unless pi must open the file
     notes = []
     if len(folder.encode()) > layout.MAX_NAME:
         # pi cannot make this cwd's folder (ENAMETOOLONG): the file goes into a shorter one,

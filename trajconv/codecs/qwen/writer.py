@@ -388,7 +388,6 @@ def plan(
         session_id=sid,
         files=[ExportFile(f"home/{rel}", _spooled(body_path, spool), 0o600), *kids],
         session_paths=[rel, *(f.path.removeprefix("home/") for f in kids)],
-        resume_argv=["qwen", "--resume", sid],
         diagnostics=diags.to_models(),
         notes=[
             f"run the resume command in {workdir} (Qwen Code finds a session in the current "

@@ -212,7 +212,6 @@ def plan(
     return folder_plan(
         base,
         [ExportFile(f"home/{base}/{rel}", data, 0o600) for rel, data in files],
-        resume_argv=["vibe", "--resume", sid],
         diags=diags,
         notes=[f"run the resume command in {workdir}: the session's cwd"],
         shared=UNIFIED,
