@@ -443,7 +443,6 @@ class _Loader:
         """A records array whose items are indented by ``indent`` (a child's are deeper);
         each tool call's id goes into ``calls``."""
         readline = self._fh.readline
-        adapter = _record_adapter()
         seq = 0
         opening = indent + b"{\n"
         ends = (indent + b"},\n", indent + b"}\n")
@@ -468,6 +467,7 @@ class _Loader:
             stated = rec.pop("hash", None)
             plain = plain_record(rec) and _in_model_order(rec)
             if not plain:  # through the models, which also put the members in order
+                adapter = _record_adapter()  # built only when a record needs it
                 model = adapter.validate_python({**rec, "hash": stated}, strict=True)
                 ordered = adapter.dump_python(model, mode="json")
                 del ordered["hash"]
