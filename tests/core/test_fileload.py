@@ -130,6 +130,24 @@ def test_escaped_characters_and_reordered_members_still_load_streamed(tmp_path: 
     assert io.dumps(streamed) == data  # written back in trajconv's own layout
 
 
+def test_a_record_laid_out_as_orjson_writes_it_with_its_hash_elsewhere_is_spooled_in_order(
+    tmp_path: Path,
+) -> None:
+    # A record whose text is the spool's (trajconv's layout) is spooled as it is; one in
+    # orjson's layout with its hash moved (or with members in another order) is not.
+    snap = _built()
+    data = io.dumps(snap)
+    doc = orjson.loads(data)
+    for i in (0, 1):
+        doc["records"][i]["hash"] = doc["records"][i].pop("hash")  # last, not after evidence
+    doc["records"][3] = {"hash": doc["records"][3].pop("hash"), **doc["records"][3]}
+    file = tmp_path / "moved.json"
+    file.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    assert file.read_bytes() != data
+    streamed = _check_same(file)
+    assert io.dumps(streamed) == data  # every record spooled in the models' order
+
+
 def _rehash(doc: dict[str, Any]) -> None:
     """Chain hashes and id made again for the changed content (for the format trajconv
     reads), in the document's own order, as a careful hand-editor would: only the

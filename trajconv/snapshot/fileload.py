@@ -457,13 +457,17 @@ class _Loader:
                 lines.append(line)
             text = b"".join(lines)
             rec = orjson.loads(text + b"}")
-            if not _as_written(text, rec, indent):  # another writer's escapes or order: strictly
+            written = _as_written(text, rec, indent)
+            if not written:  # another writer's escapes or order: strictly
                 try:
                     rec = strict_loads(text + b"}")
                 except ValueError:
                     raise _NotTheLayout from None
             if type(rec) is not dict or rec.get("seq") != seq:
                 raise _NotTheLayout
+            # laid out as the spool holds a record (a top-level item, its hash after its
+            # evidence, where the models have it): its text is spooled as it is
+            as_spooled = written and indent == b"    " and tuple(rec)[5:6] == ("hash",)
             stated = rec.pop("hash", None)
             plain = plain_record(rec) and _in_model_order(rec)
             if not plain:  # through the models, which also put the members in order
@@ -482,7 +486,11 @@ class _Loader:
                 self._hashes[seq] = tag
             if calls is not None and rec["kind"] == "tool-call":
                 calls.add(rec["call"]["id"])
-            if spool is not None:  # checked by plain_record or just now by the models
+            if spool is None:
+                pass
+            elif plain and as_spooled:  # the members in model order, as orjson writes them
+                spool.append_item(b",\n" + text + b"    }")
+            else:  # checked by plain_record or just now by the models
                 spool.append(rec, tag, checked=True)
             seq += 1
             if line == ends[1]:

@@ -564,8 +564,8 @@ class RecordSpool:
         (:func:`trajconv.snapshot.builder.plain_record`), so every spooled record is
         valid and readers of the spool need not validate again. Its text is the record's
         own ``OPT_INDENT_2`` JSON with the hash put in after ``evidence``, where the models
-        have it (the builder makes ``kind`` follow ``evidence``, and only a top-level
-        member is indented by exactly two spaces), moved right to its place in the array.
+        have it (the builder makes ``kind`` follow ``evidence``), moved right to its place
+        in the array, where only a top-level member is indented by exactly six spaces.
         """
         try:
             text = orjson.dumps(record, option=orjson.OPT_INDENT_2)
@@ -579,9 +579,16 @@ class RecordSpool:
             if text is None:
                 self._write(_record_text(model))
                 return
-        cut = text.index(b',\n  "kind": ')
+        text = text.replace(b"\n", _ITEM_PAD)  # as an item: see _item_text
+        cut = text.index(b',\n      "kind": ')
         tag = hash_tag.encode()
-        self._write(_item_text(b"".join((text[:cut], b',\n  "hash": "', tag, b'"', text[cut:]))))
+        self._write(b"".join((_ITEM, text[:cut], b',\n      "hash": "', tag, b'"', text[cut:])))
+
+    def append_item(self, item: bytes) -> None:
+        """Spool a checked record's text exactly as the spool holds it: its separator,
+        then its text as an item of a Snapshot file's records array (the file loader has
+        a record's text in that form already)."""
+        self._write(item)
 
     def _write(self, line: bytes) -> None:
         """One record's text, with the separator before it."""
