@@ -131,7 +131,15 @@ def _scan() -> list[str] | None:
 
 @functools.cache
 def _entry_points_text(path: str) -> str | None:
-    return _read(os.path.join(path, "entry_points.txt"))
+    """The ``entry_points.txt`` of a metadata folder: ``""`` when it has none, None when it
+    has one that cannot be read here."""
+    try:
+        with open(os.path.join(path, "entry_points.txt"), encoding="utf-8") as fh:
+            return fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def entry_points(group: str) -> list[EntryPoint]:
@@ -186,12 +194,9 @@ def _pydantic_plugins_registered() -> bool:
     if found is None:
         return True
     for path in found[1]:
-        name = os.path.join(path, "entry_points.txt")
         text = _entry_points_text(path)
-        if text is None and os.path.exists(name):
-            return True  # unreadable here: let pydantic read it
-        if text and _parse(text, PYDANTIC_PLUGIN_GROUP):
-            return True
+        if text is None or _parse(text, PYDANTIC_PLUGIN_GROUP):
+            return True  # one, or a file unreadable here: pydantic reads it itself
     return False
 
 
