@@ -10,15 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trajconv
 from tests.aider.support import runs
 from tests.conftest import require_loader
 from tests.helpers import FIXTURES, conservation, projection, tiny_session
 from trajconv.codecs import registry
-from trajconv.codecs.aider import layout
-from trajconv.codecs.base import CERTAIN
-from trajconv.errors import FormatError, RefusedError, UsageError
+from trajconv.codecs.aider import layout, reader
+from trajconv.codecs.base import CERTAIN, Limits
+from trajconv.errors import FormatError, LimitError, RefusedError, UsageError
 from trajconv.find import detect
 
 AIDER = FIXTURES / "aider"
@@ -86,6 +88,27 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
         trajconv.read("aider", binary)
     with pytest.raises(UsageError, match="no Aider session"):
         trajconv.read("aider", EDITS.parent, session="../../x")
+
+
+@pytest.mark.parametrize(
+    ("tail", "encoding", "replaced"),
+    [
+        (b"caf\xc3\xa9 \xef\xbf\xbd\n", "utf8", False),  # UTF-8, a U+FFFD of its own
+        (b"caf\xe9\n", "base64", True),  # Latin-1: not UTF-8
+        (b"\xef\xbf\xbd caf\xe9\n", "base64", False),  # both: read as the old test tells
+    ],
+)
+def test_the_history_kept_as_utf8_only_when_it_is(
+    tmp_path: Path, tail: bytes, encoding: str, replaced: bool
+) -> None:
+    """The reader's own decoding tells the artifact's encoding (the builder does not decode)."""
+    history = tmp_path / layout.HISTORY
+    history.write_bytes(b"# aider chat started at 2026-01-01 00:00:00\n\n#### hi  \n\n" + tail)
+    snap = trajconv.read("aider", history)
+    art = snap.artifacts.get(layout.HISTORY)
+    assert art is not None and art.encoding == encoding
+    assert art.read() == history.read_bytes()
+    assert any(d.code == "replaced-bytes" for d in snap.diagnostics) is replaced
 
 
 def test_round_trip_keeps_what_the_history_holds(tmp_path: Path) -> None:
@@ -183,3 +206,47 @@ def test_two_answers_with_nothing_shown_between_are_named_as_joined(tmp_path: Pa
         assert codes.get("untranslated-message-boundary", 0) == boundaries
         again = trajconv.read("aider", export.out_dir / "home" / layout.HISTORY)
         assert sum(r.kind == "assistant" for r in again.records) == answers
+
+
+_PIECES = (
+    "# aider chat started at 2026-12-06 22:32:31",
+    "#### typed  ",
+    "####",
+    "> Aider v0.86.2  ",
+    "> Model: openai/scripted with diff edit format  ",
+    ">",
+    "> ",
+    ">>>>>>> REPLACE",
+    "# a heading",
+    "#not a heading",
+    "plain text",
+    "",
+    "   ",
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=40),
+    st.booleans(),
+)
+def test_the_quick_cut_of_runs_is_the_line_by_line_cut(lines: list[str], newline: bool) -> None:
+    """Runs found by searching the ``#`` / ``>`` lines are those of reading every line."""
+    text = "\n".join(lines) + ("\n" if newline and lines else "")
+    quick = reader._marked_runs(text)
+    slow = reader._line_runs(text, Limits(), Path("h"))
+    joined = [(k, n, b if k != "text" else "\n".join(b)) for k, n, b in slow]
+    assert quick == joined
+    assert reader._runs(text, Limits(), Path("h")) == quick
+
+
+def test_a_history_with_other_line_breaks_is_cut_line_by_line(tmp_path: Path) -> None:
+    """``\\r\\n`` (and the other breaks ``splitlines`` knows) take the line-by-line cut."""
+    text = "#### hi  \r\n\r\nthe answer\r\n> Tokens: 1  \r\n"
+    assert reader._runs(text, Limits(), Path("h")) == [
+        ("user", 1, ["#### hi  "]),
+        ("text", 2, ["", "the answer"]),
+        ("tool", 4, ["> Tokens: 1  "]),
+    ]
+    with pytest.raises(LimitError, match="max_line_bytes"):
+        reader._runs(text, Limits(max_line_bytes=12), Path("h"))

@@ -92,11 +92,11 @@ def test_a_child_linked_to_no_call_fails_verify(tmp_path: Path) -> None:
 
 def test_a_child_no_writer_carries_is_counted() -> None:
     snap = _build()
-    plan = ExportPlan("x", "s", snap.id, [], [], [])
+    plan = ExportPlan("s", [], [], [])
     name_untranslated_children(snap, plan)
     (diag,) = plan.diagnostics
     assert (diag.code, diag.count) == ("untranslated-subagent", 2)
     assert diag.samples == ("child k (of call c1)",)
-    carried = ExportPlan("x", "s", snap.id, [], [], [], children_written=(snap.children[0].id,))
+    carried = ExportPlan("s", [], [], [], children_written=(snap.children[0].id,))
     name_untranslated_children(snap, carried)
     assert carried.diagnostics == ()

@@ -13,7 +13,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from trajconv.errors import FormatError, LimitError, UnsafePathError, UsageError, writing
@@ -132,15 +132,19 @@ class ExportFile:
 
 @dataclass
 class ExportPlan:
-    """What a writer wants written; the shared machinery writes it atomically."""
+    """What a writer wants written; the shared machinery writes it atomically.
 
-    target: str
+    ``target`` and ``snapshot_id`` are the centre's to fill (:meth:`LazyCodec.plan`: the
+    codec's name and the Snapshot it was given), so no writer can name another; so is
+    ``resume_argv``, the codec's ``resume`` command for ``session_id``, unless the writer
+    gives one (a session the harness opens by another name)."""
+
     session_id: str
-    snapshot_id: str
     files: list[ExportFile]
     session_paths: list[str]
     """Home-relative folders or files that make up the session; prepare refuses if any exists."""
-    resume_argv: list[str]
+    resume_argv: list[str] = field(default_factory=list)
+    """Empty: the codec's ``resume`` command for ``session_id`` (filled by the centre)."""
     diagnostics: tuple[Diagnostic, ...] = ()
     dir_modes: dict[str, int] = field(default_factory=dict)
     """Home-relative folders and the modes the harness gives them."""
@@ -157,6 +161,51 @@ class ExportPlan:
     """The ids (``Child.id``) of the Snapshot's sub-agents this plan writes as the target's
     own children; every other child is counted as ``untranslated-subagent`` by
     :func:`name_untranslated_children` (``trajconv.write`` calls it for every plan)."""
+    target: str = field(init=False, default="")
+    """The codec that wrote the plan (filled by the centre)."""
+    snapshot_id: str = field(init=False, default="")
+    """The id of the Snapshot the plan writes (filled by the centre)."""
+
+
+def home_folders(*folders: str, shared: str = "") -> dict[str, int]:
+    """An export's ``dir_modes``: each of ``folders`` (home-relative) and every folder above
+    it, 0o700 (a session's own folders, the user's alone), but ``shared`` and every folder
+    above it 0o755 (what a harness keeps for all its sessions and makes world-readable)."""
+    public = _with_parents(shared) if shared else []
+    return {
+        **{path: 0o700 for folder in folders for path in _with_parents(folder)},
+        **dict.fromkeys(public, 0o755),
+    }
+
+
+def _with_parents(folder: str) -> list[str]:
+    parts = PurePosixPath(folder).parts
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def folder_plan(
+    folder: str,
+    files: list[ExportFile],
+    *,
+    diags: Diagnostics,
+    notes: list[str],
+    shared: str = "",
+    below: Iterable[str] = (),
+    children_written: tuple[str, ...] = (),
+) -> ExportPlan:
+    """The plan of a session a harness keeps as one folder of its home named by the session
+    id (``folder``, home-relative): that folder is the session (prepare refuses when it
+    exists), and it, the folders ``below`` it and every folder above it get the modes
+    :func:`home_folders` gives (``shared`` is the harness's folder of all sessions)."""
+    return ExportPlan(
+        session_id=PurePosixPath(folder).name,
+        files=files,
+        session_paths=[folder],
+        diagnostics=diags.to_models(),
+        dir_modes=home_folders(folder, *below, shared=shared),
+        notes=notes,
+        children_written=children_written,
+    )
 
 
 @dataclass(frozen=True)
@@ -366,6 +415,10 @@ class LazyCodec:
     """Where the harness keeps sessions; none for a document format."""
     capabilities: Capabilities = field(default_factory=Capabilities)
     write_options: tuple[WriteOption, ...] = ()
+    resume: tuple[str, ...] = ()
+    """How the harness resumes one of its sessions: the argv, ``{session}`` standing for the
+    session id (``("claude", "--resume", "{session}")``); the centre makes it the
+    ``resume_argv`` of every plan whose writer gives none. Empty for a document format."""
 
     def __post_init__(self) -> None:
         if not self.package or not self.description:
@@ -419,6 +472,9 @@ class LazyCodec:
             plan: ExportPlan = self._fn("writer", "plan")(
                 snapshot, allow_lossy=allow_lossy, **options
             )
+        plan.target, plan.snapshot_id = self.name, snapshot.id
+        if not plan.resume_argv:
+            plan.resume_argv = [arg.replace("{session}", plan.session_id) for arg in self.resume]
         return plan
 
 

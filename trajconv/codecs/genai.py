@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
+    from trajconv.codecs.tool_calls import CallProjector
     from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder
 
 #: the shell tool of both CLIs, whose output carries the exit status
@@ -75,3 +76,37 @@ def add_function_call(
         record, call_id, str(fc.get("name") or ""), args, time=time, turn=turn, evidence=evidence
     )
     return record
+
+
+def answer_function_response(
+    p: CallProjector,
+    rid: str,
+    call_id: str,
+    fr: dict[str, Any],
+    state: Any,
+    *,
+    time: str | None,
+    evidence: EvidenceFields,
+    code: int | None = None,
+    code_decides: bool = False,
+) -> None:
+    """The tool result record ``<rid>:result:<call id>`` of a ``functionResponse`` part
+    ``fr`` answering call ``call_id`` of the message ``rid`` (its call is
+    ``<rid>:call:<call id>``, :func:`add_function_call`), whose tool call ended in ``state``.
+
+    The output and ok are the response's (:func:`result_of`); the exit code is ``code`` when
+    the record gives one elsewhere, else the shell tool's ``Exit Code: N`` line. A
+    ``success`` state is ok and ``error`` or ``cancelled`` is not; with ``code_decides``
+    (Gemini CLI) an exit code decides ok over ``success`` and when there is no state."""
+    output, ok = result_of(fr.get("response"))
+    if code is None and fr.get("name") == SHELL:
+        code = exit_code(output)
+    if state == "success":
+        ok = True if code is None or not code_decides else code == 0
+    elif state in ("error", "cancelled"):
+        ok = False
+    elif code is not None and code_decides:
+        ok = code == 0
+    p.answer(
+        f"{rid}:result:{call_id}", call_id, ok, output, time=time, evidence=evidence, exit_code=code
+    )

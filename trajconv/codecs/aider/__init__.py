@@ -11,4 +11,5 @@ CODEC = LazyCodec(
     # no home: the history is a file of each repository (discover takes --home DIR)
     homes=(),
     capabilities=Capabilities(),
+    resume=("aider", "--restore-chat-history"),
 )

@@ -12,10 +12,12 @@ no time, and an edit block stays in the answer's text as the model wrote it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from trajconv.codecs.aider import layout
 from trajconv.codecs.base import Limits
+from trajconv.codecs.jsonl import Utf8Tally
 from trajconv.errors import FormatError
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
@@ -45,6 +47,111 @@ def _unbreak(line: str, prefix: str) -> str:
     return body if body.strip() else ""
 
 
+Run = tuple[str, int, "list[str] | str"]
+"""A run of lines: its kind, its first line's number and its lines (a text run's joined)."""
+
+#: the line boundaries of ``str.splitlines`` other than ``\n``
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: a line after the first that may be other than the model's text, with its newline; the
+#: group named is its kind when its prefix tells (else :func:`_kind` says)
+_MARKED = re.compile(
+    f"\n(?:(?P<header>{re.escape(layout.HEADER)})|(?P<user>{re.escape(layout.USER)})"
+    f"|(?P<tool>{re.escape(layout.TOOL)})|[#>])[^\n]*"
+)
+_MARKS = ("#", ">")
+
+
+def _runs(text: str, limits: Limits, file: Path) -> list[Run]:
+    """``text`` cut into runs as Aider cuts it: a run of lines of one kind (a header alone).
+
+    Most lines are the model's text; when ``\n`` is the only line break and no line can be
+    over ``max_line_bytes`` (4 UTF-8 bytes a character at most), only the ``#`` and ``>``
+    lines are looked at (:func:`_marked_runs`). The runs are the same either way
+    (``tests/aider``)."""
+    if len(text) * 4 <= limits.max_line_bytes and _OTHER_BREAKS.search(text) is None:
+        return _marked_runs(text)
+    return _line_runs(text, limits, file)
+
+
+def _line_runs(text: str, limits: Limits, file: Path) -> list[Run]:
+    runs: list[Run] = []
+    max_line = limits.max_line_bytes
+    block: list[str] = []
+    last = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        # a character is at most 4 UTF-8 bytes: only a line that may be too long is encoded
+        if len(line) * 4 > max_line:
+            limits.check("max_line_bytes", len(line.encode("utf-8", "replace")), file, number)
+        kind = _kind(line) if line[:1] in _MARKS else "text"
+        if kind == "heading":
+            kind = "text"
+        if kind == last and kind != "header":
+            block.append(line)
+        else:
+            block = [line]
+            runs.append((kind, number, block))
+            last = kind
+    return runs
+
+
+def _marked(text: str) -> Iterator[tuple[int, int, str]]:
+    """Where each ``#`` or ``>`` line of ``text`` starts and ends (its newline excluded),
+    and its kind (``heading`` as ``text``)."""
+    if text[:1] in _MARKS:
+        stop = text.find("\n")
+        stop = len(text) if stop < 0 else stop
+        kind = _kind(text[:stop])
+        yield 0, stop, "text" if kind == "heading" else kind
+    for found in _MARKED.finditer(text):
+        start, stop = found.span()
+        kind = found.lastgroup or _kind(found.group()[1:])
+        yield start + 1, stop, "text" if kind == "heading" else kind
+
+
+def _marked_runs(text: str) -> list[Run]:
+    """:func:`_line_runs` of a text whose only line break is ``\n``, finding its ``#`` and
+    ``>`` lines by a search: a text run is then a slice of ``text``."""
+    runs: list[Run] = []
+    block: list[str] = []
+    last = ""
+    pos = 0  # where the first line not yet placed starts
+    number = 1  # its line number
+    opened = -1  # where the open text run starts
+    count = text.count
+
+    def close(end: int) -> None:
+        kind, first, _ = runs[-1]
+        runs[-1] = (kind, first, text[opened:end])
+
+    for start, stop, kind in _marked(text):
+        if start > pos:  # lines of text before this one
+            if last != "text":
+                runs.append(("text", number, ""))
+                opened, last = pos, "text"
+            number += count("\n", pos, start)
+        if kind == "text":
+            if last != "text":
+                runs.append(("text", number, ""))
+                opened, last = start, "text"
+        else:
+            if last == "text":
+                close(start - 1)
+            if kind == last and kind != "header":
+                block.append(text[start:stop])
+            else:
+                block = [text[start:stop]]
+                runs.append((kind, number, block))
+                last = kind
+        number += 1
+        pos = stop + 1
+    if pos < len(text) and last != "text":  # text lines after the last marked line
+        runs.append(("text", number, ""))
+        opened, last = pos, "text"
+    if last == "text":
+        close(len(text) - 1 if text.endswith("\n") else len(text))
+    return runs
+
+
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     file = layout.resolve(path, session)
@@ -61,30 +168,31 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         Source(harness="aider", harness_version=None, session_id=sid, locator=layout.HISTORY),
         READER,
     )
+    utf8 = Utf8Tally()  # the decoding below tells the builder, which need not decode again
     blob = b.add_artifact_file(
-        layout.HISTORY, "text/markdown", file, limits.max_session_bytes, "max_session_bytes"
+        layout.HISTORY,
+        "text/markdown",
+        file,
+        limits.max_session_bytes,
+        "max_session_bytes",
+        utf8=utf8.verdict,
     )
     copy = blob.whole_file
     assert copy is not None
     raw = copy.read_bytes()
     if b"\x00" in raw:
         raise FormatError(file, "not an Aider history: it holds NUL bytes")
-    text = raw.decode("utf-8", "replace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+        utf8.ok = False
+    utf8.complete = True
     if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
         b.diagnostics.add("replaced-bytes", layout.HISTORY)
-    lines = text.splitlines()
     model: str | None = None
     version: str | None = None
-    runs: list[tuple[str, int, list[str]]] = []  # (kind, first line number, lines)
-    for number, line in enumerate(lines, 1):
-        limits.check("max_line_bytes", len(line.encode("utf-8", "replace")), file, number)
-        kind = _kind(line)
-        if kind == "heading":
-            kind = "text"
-        if runs and runs[-1][0] == kind and kind != "header":
-            runs[-1][2].append(line)
-        else:
-            runs.append((kind, number, [line]))
+    runs = _runs(text, limits, file)
     turn = -1
     for kind, number, block in runs:
         ev = evidence(layout.HISTORY, line=number, native=kind)
@@ -99,7 +207,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             shown = [_unbreak(x, layout.TOOL) for x in block]
             for x in shown:
                 model = model or (m.group(1) if (m := _MODEL.match(x)) else None)
-                version = version or (v.group(1) if (v := _VERSION.match(x)) else None)
+                if version is None and (v := _VERSION.match(x)) is not None:
+                    version = v.group(1)
+                    # the source heads the hash chain: completed before records are spooled
+                    # (the first banner comes first), the builder need not chain them again
+                    b.source = b.source.model_copy(update={"harness_version": version})
             b.add_text(
                 "observation",
                 f"aider:L{number}",
@@ -109,7 +221,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 evidence=ev,
             )
         else:
-            answer = "\n".join(block).strip("\n")
+            answer = block.strip("\n") if isinstance(block, str) else "\n".join(block).strip("\n")
             if not answer.strip():
                 continue  # blank lines between runs: formatting
             b.add_text(
@@ -125,6 +237,5 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         b.diagnostics.add("ids-derived", "session id from the history's first line")
     if b.record_count == 0:
         raise FormatError(file, "an Aider history with no message in it")
-    b.source = b.source.model_copy(update={"harness_version": version})
     b.session = Session(id=sid, cwd=str(file.parent.resolve()), model=model)
     return b.build()

@@ -136,12 +136,9 @@ def plan(
         anchor, f'default=Path({str(Path(workdir))!r}), help="the repository to install into"', 1
     )
     return ExportPlan(
-        target="aider",
         session_id=session_id,
-        snapshot_id=snapshot.id,
         files=[ExportFile(f"home/{layout.HISTORY}", data, 0o644)],
         session_paths=[layout.HISTORY],
-        resume_argv=["aider", "--restore-chat-history"],
         diagnostics=diags.to_models(),
         prepare_script=script,
         notes=[

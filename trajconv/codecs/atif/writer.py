@@ -249,12 +249,9 @@ def plan(snapshot: Snapshot, *, allow_lossy: bool = False, **options: Any) -> Ex
         raise AssertionError(f"the ATIF writer produced an invalid trajectory: {found}")
     data = (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode()
     return ExportPlan(
-        target="atif",
         session_id=snapshot.session.id,
-        snapshot_id=snapshot.id,
         files=[ExportFile(layout.DOCUMENT, data, 0o644)],
         session_paths=[],
-        resume_argv=[],
         diagnostics=diags.to_models(),
         installable=False,
         notes=[

@@ -8,4 +8,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".claude", "Claude Code", env=("CLAUDE_CONFIG_DIR",)),),
     capabilities=Capabilities(subagents=True, tool_status=True),
+    resume=("claude", "--resume", "{session}"),
 )

@@ -43,6 +43,7 @@ from trajconv.codecs.base import (
     Limits,
     dropped_code,
     exit_code_shown,
+    home_folders,
 )
 from trajconv.codecs.claude import layout, native
 from trajconv.codecs.common import open_write, spooled
@@ -421,15 +422,12 @@ def plan(
         )
         written.append(child.id)
     return ExportPlan(
-        target="claude",
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=files,
         session_paths=session_paths,
         children_written=tuple(written),
-        resume_argv=["claude", "--resume", sid],
         diagnostics=diags.to_models(),
-        dir_modes={layout.CONFIG: 0o700},
+        dir_modes=home_folders(layout.CONFIG),
         notes=[
             f"`claude --resume {sid}` finds the session from any directory; "
             f"the picker (`claude --resume`) lists it under {workdir}"

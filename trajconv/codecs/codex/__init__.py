@@ -18,4 +18,5 @@ CODEC = LazyCodec(
     ),
     homes=(HomeSpec(".codex", "Codex CLI", env=("CODEX_HOME",)),),
     capabilities=Capabilities(subagents=True, exit_code=True),
+    resume=("codex", "resume", "{session}"),
 )

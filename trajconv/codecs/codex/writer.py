@@ -298,13 +298,10 @@ def plan(
         paths.append(kid_rel)
         children.append(child.id)
     return ExportPlan(
-        target="codex",
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=files,
         session_paths=paths,
         children_written=tuple(children),
-        resume_argv=["codex", "resume", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(provider, binding),
         notes=[

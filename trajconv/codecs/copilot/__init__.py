@@ -10,4 +10,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".copilot", "GitHub Copilot CLI", env=("COPILOT_HOME",)),),
     capabilities=Capabilities(reasoning=True, tool_status=True, exit_code=True),
+    resume=("copilot", "--resume={session}"),
 )

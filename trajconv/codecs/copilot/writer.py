@@ -31,6 +31,7 @@ from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
     dropped_code,
+    folder_plan,
     name_status_not_sent,
 )
 from trajconv.codecs.common import open_write
@@ -379,15 +380,10 @@ def plan(
         ExportFile(f"{base}/{layout.EVENTS}", _events(start_line, body_blob), 0o600),
         ExportFile(f"{base}/{layout.WORKSPACE}", native.workspace_text(workspace).encode(), 0o600),
     ]
-    return ExportPlan(
-        target="copilot",
-        session_id=sid,
-        snapshot_id=snapshot.id,
-        files=files,
-        session_paths=[rel],
-        resume_argv=["copilot", f"--resume={sid}"],
-        diagnostics=diags.to_models(),
-        dir_modes={".copilot": 0o700, f".copilot/{layout.SESSION_STATE}": 0o700, rel: 0o700},
+    return folder_plan(
+        rel,
+        files,
+        diags=diags,
         notes=[
             f"the session's cwd is {workdir}; Copilot CLI 1.0.102 refuses to load a session "
             "into a directory that does not exist, so run the resume command in one that does",

@@ -8,4 +8,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".cursor", "Cursor CLI", env=("CURSOR_CONFIG_DIR",)),),
     capabilities=Capabilities(reasoning=True, tool_status=True),
+    resume=("cursor-agent", "--resume", "{session}"),
 )

@@ -452,12 +452,9 @@ def plan(
     if workdir:
         notes.append(f"run the resume command in {workdir} (Cursor groups chats by cwd)")
     return ExportPlan(
-        target="cursor",
         session_id=agent,
-        snapshot_id=snapshot.id,
         files=[ExportFile(path, readout)],
         session_paths=session_paths,
-        resume_argv=["cursor-agent", "--resume", agent],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
         try_home=None,  # the session exists once prepare.py wrote it into a home

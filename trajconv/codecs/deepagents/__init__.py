@@ -24,4 +24,5 @@ CODEC = LazyCodec(
     ),
     homes=(HomeSpec(".deepagents", "Deep Agents"),),
     capabilities=Capabilities(tool_status=True, exit_code=True),
+    resume=("dcode", "-r", "{session}"),
 )

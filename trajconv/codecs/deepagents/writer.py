@@ -301,12 +301,9 @@ def plan(
         "acp_session": True,
     }
     return ExportPlan(
-        target="deepagents",
         session_id=tid,
-        snapshot_id=snapshot.id,
         files=[ExportFile(layout.SEED, _SeedFile(head, spool, messages, times), 0o644)],
         session_paths=[],
-        resume_argv=["dcode", "-r", tid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(),
         try_home=None,  # the session exists once prepare.py wrote it into a home

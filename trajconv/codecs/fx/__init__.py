@@ -12,4 +12,5 @@ CODEC = LazyCodec(
     ),
     homes=(HomeSpec(".fx", "fx"),),
     capabilities=Capabilities(reasoning=True, tool_status=True),
+    resume=("fx", "resume", "{session}"),
 )

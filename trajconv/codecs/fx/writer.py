@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from trajconv.codecs.base import ExportFile, ExportPlan, safe_component
+from trajconv.codecs.base import ExportFile, ExportPlan, folder_plan, safe_component
 from trajconv.codecs.common import iso_ms as _ms
 from trajconv.codecs.common import name_unheld
 from trajconv.codecs.fx import layout, native
@@ -687,23 +687,17 @@ def plan(
         # session.json last: a reader that finds it finds the log and bodies complete
         files.append(ExportFile(f"home/{base}/{layout.SESSION_JSON}", _dumps(meta)))
         notes = []
-    dirs = {layout.FX_DIR: 0o700, f"{layout.FX_DIR}/{layout.SESSIONS}": 0o700, base: 0o700}
-    if any(f"/{layout.TOOL_RESULTS}/" in f.path for f in files):
-        dirs[f"{base}/{layout.TOOL_RESULTS}"] = 0o700
     if workdir:
         notes.append(
             f"run the resume command in {workdir}: fx lists the sessions of the current workspace"
         )
-    return ExportPlan(
-        target="fx",
-        session_id=sid,
-        snapshot_id=snapshot.id,
-        files=files,
-        session_paths=[base],
-        resume_argv=["fx", "resume", sid],
-        diagnostics=diags.to_models(),
-        dir_modes=dirs,
+    bodies = f"{base}/{layout.TOOL_RESULTS}"
+    return folder_plan(
+        base,
+        files,
+        diags=diags,
         notes=notes,
+        below=[bodies] if any(f.path.startswith(f"home/{bodies}/") for f in files) else [],
     )
 
 

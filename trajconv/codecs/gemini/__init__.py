@@ -8,4 +8,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".gemini", "Gemini CLI"),),
     capabilities=Capabilities(reasoning=True, tool_status=True),
+    resume=("gemini", "--resume", "{session}"),
 )

@@ -27,12 +27,10 @@ import orjson
 from trajconv.codecs.base import Limits
 from trajconv.codecs.gemini import layout
 from trajconv.codecs.genai import (
-    SHELL,
     SNAPSHOT,
     add_function_call,
-    exit_code,
+    answer_function_response,
     parts_of,
-    result_of,
 )
 from trajconv.codecs.jsonl import iter_file_objects
 from trajconv.codecs.tool_calls import CallProjector
@@ -355,23 +353,9 @@ class _Projector(CallProjector):
             call_id = call_id or f"{PREFIX}:{mid}:result"
         if call_id in self.done:
             return False
-        output, ok = result_of(fr.get("response"))
-        code = exit_code(output) if fr.get("name") == SHELL else None
-        if status == "success":
-            ok = True if code is None else code == 0
-        elif status in ("error", "cancelled"):
-            ok = False
-        elif code is not None:
-            ok = code == 0
         ev = self._ev(art, line, si, f"functionResponse/{status or 'replayed'}", call_id)
-        self.answer(
-            f"{PREFIX}:{mid}:result:{call_id}",
-            call_id,
-            ok,
-            output,
-            time=time,
-            evidence=ev,
-            exit_code=code,
+        answer_function_response(
+            self, f"{PREFIX}:{mid}", call_id, fr, status, time=time, evidence=ev, code_decides=True
         )
         return True
 

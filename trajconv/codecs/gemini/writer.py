@@ -290,17 +290,13 @@ def plan(
             "a session (and its cleanup deletes it)"
         )
     return ExportPlan(
-        target="gemini",
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=[
             ExportFile(f"{base}/{layout.MARKER}", workdir.encode(), 0o644),
             ExportFile(f"{base}/{layout.CHATS}/{name}", data, 0o644),
         ],
         session_paths=[rel],
-        resume_argv=["gemini", "--resume", sid],
         diagnostics=diags.to_models(),
-        dir_modes={},
         prepare_script=prepare_script(),
         notes=[
             f"run the resume command in {workdir} (Gemini CLI finds sessions by the cwd's project)",

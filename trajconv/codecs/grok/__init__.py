@@ -8,4 +8,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".grok", "Grok Build", env=("GROK_HOME",)),),
     capabilities=Capabilities(subagents=True, reasoning=True, tool_status=True, exit_code=True),
+    resume=("grok", "--resume", "{session}"),
 )

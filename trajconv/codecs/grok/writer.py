@@ -30,6 +30,7 @@ from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
     dropped_code,
+    folder_plan,
     name_status_not_sent,
 )
 from trajconv.codecs.common import iso_ms as _ms
@@ -276,19 +277,9 @@ def plan(
         )
     )
     rel = base[len("home/") :]
-    return ExportPlan(
-        target="grok",
-        session_id=sid,
-        snapshot_id=snapshot.id,
-        files=files,
-        session_paths=[rel],
-        resume_argv=["grok", "--resume", sid],
-        diagnostics=diags.to_models(),
-        dir_modes={
-            ".grok": 0o700,
-            f".grok/{layout.SESSIONS}": 0o700,
-            f".grok/{layout.SESSIONS}/{group}": 0o700,
-            rel: 0o700,
-        },
+    return folder_plan(
+        rel,
+        files,
+        diags=diags,
         notes=[f"run the resume command in {workdir} (Grok groups sessions by cwd)"],
     )

@@ -15,4 +15,5 @@ CODEC = LazyCodec(
     write_options=(
         WriteOption("agent", "the Kilo agent (and mode) the written messages name", default="code"),
     ),
+    resume=("kilo", "--session", "{session}"),
 )

@@ -10,4 +10,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".local/share/opencode", "OpenCode"),),
     capabilities=Capabilities(subagents=True, reasoning=True),
+    resume=("opencode", "--session", "{session}"),
 )

@@ -513,13 +513,10 @@ def plan(
     diags.add("defaults-assumed", f"agent/mode '{flavour.agent}', cost and tokens 0, slug")
     doc = flavour.document
     return ExportPlan(
-        target=name,
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=[ExportFile(doc, _Document(info, spool, messages), 0o644), *child_files],
         session_paths=[],
         children_written=tuple(children),
-        resume_argv=[cli, "--session", sid],
         diagnostics=diags.to_models(),
         prepare_script=prepare_script(flavour, snapshot.source.harness in HARNESSES),
         try_home=None,  # a readout: the session exists once prepare.py imported it into a home

@@ -11,4 +11,5 @@ CODEC = LazyCodec(
     package=__name__,
     homes=(HomeSpec(".openhands", "OpenHands"),),
     capabilities=Capabilities(subagents=True, reasoning=True, tool_status=True, exit_code=True),
+    resume=("openhands", "--resume", "{session}"),
 )

@@ -55,6 +55,7 @@ from trajconv.codecs.base import (
     ExportPlan,
     dropped_code,
     exit_code_shown,
+    folder_plan,
     name_status_not_sent,
 )
 from trajconv.codecs.common import derived_uuid, is_uuid, name_unheld, open_write
@@ -337,12 +338,7 @@ def plan(
     base = f"{CONVERSATIONS}/{conv}"
     events = _conversation(snapshot.id, snapshot.records, session.created_at, diags, drop, own)
     files = _files(base, events)
-    dir_modes = {
-        layout.DIR: 0o755,
-        CONVERSATIONS: 0o755,
-        base: 0o700,
-        f"{base}/{layout.EVENTS}": 0o700,
-    }
+    folders = [f"{base}/{layout.EVENTS}"]
     # a sub-agent's conversation is subagents/<hex id>/ in its parent's folder (the reader
     # links the i-th ``task`` call to the i-th folder); one that another child spawned has no
     # place there (the CLI nests one level only)
@@ -360,8 +356,7 @@ def plan(
             child.id, child.records, child.session.created_at, diags, set(), kid_own
         )
         files += _files(folder, kid)
-        dir_modes.update({f"{base}/{layout.SUBAGENTS}": 0o700, folder: 0o700})
-        dir_modes[f"{folder}/{layout.EVENTS}"] = 0o700
+        folders.append(f"{folder}/{layout.EVENTS}")
         written.append(child.id)
     if session.created_at or session.updated_at:
         diags.add(
@@ -381,15 +376,12 @@ def plan(
         },
     )
 
-    return ExportPlan(
-        target="openhands",
-        session_id=conv,
-        snapshot_id=snapshot.id,
-        files=files,
-        session_paths=[base],
-        resume_argv=["openhands", "--resume", conv],
-        diagnostics=diags.to_models(),
-        dir_modes=dir_modes,
-        children_written=tuple(written),
+    return folder_plan(
+        base,
+        files,
+        diags=diags,
         notes=[f"run the resume command in {workdir}: the session's cwd"],
+        shared=CONVERSATIONS,
+        below=folders,
+        children_written=tuple(written),
     )

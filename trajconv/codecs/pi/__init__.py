@@ -23,4 +23,5 @@ CODEC = LazyCodec(
             "model", "the model of assistant messages whose record names none", default=None
         ),
     ),
+    resume=("pi", "--session", "{session}"),
 )

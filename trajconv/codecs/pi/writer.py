@@ -39,6 +39,7 @@ from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
     dropped_code,
+    home_folders,
     name_status_not_sent,
     safe_component,
 )
@@ -350,7 +351,7 @@ def plan(
 
     folder = layout.folder_for_cwd(workdir)
     name = layout.file_name(header_time or EPOCH, sid)
-    resume = ["pi", "--session", sid]
+    resume: list[str] = []  # the codec's `pi --session <id>`, unless pi must open the file
     notes = []
     if len(folder.encode()) > layout.MAX_NAME:
         # pi cannot make this cwd's folder (ENAMETOOLONG): the file goes into a shorter one,
@@ -363,19 +364,12 @@ def plan(
         )
     rel = f".pi/agent/{layout.SESSIONS}/{folder}/{name}"
     return ExportPlan(
-        target="pi",
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=[ExportFile(f"home/{rel}", spooled(path, spool), 0o644)],
         session_paths=[rel],
         resume_argv=resume,
         diagnostics=diags.to_models(),
-        dir_modes={
-            ".pi": 0o755,
-            ".pi/agent": 0o755,
-            f".pi/agent/{layout.SESSIONS}": 0o755,
-            f".pi/agent/{layout.SESSIONS}/{folder}": 0o755,
-        },
+        dir_modes=home_folders(shared=f".pi/agent/{layout.SESSIONS}/{folder}"),
         notes=[
             *notes,
             f"run the resume command in {workdir}: pi looks a session id up in the folder of "

@@ -15,4 +15,5 @@ CODEC = LazyCodec(
             default=None,
         ),
     ),
+    resume=("qwen", "--resume", "{session}"),
 )

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from trajconv.codecs.base import Limits
-from trajconv.codecs.genai import SHELL, add_function_call, exit_code, parts_of, result_of
+from trajconv.codecs.genai import add_function_call, answer_function_response, parts_of
 from trajconv.codecs.jsonl import iter_file_objects, read_bounded
 from trajconv.codecs.qwen import layout
 from trajconv.codecs.tool_calls import CallProjector
@@ -302,7 +302,6 @@ class _Projector(CallProjector):
         if call_id is None or call_id not in self.calls:
             self.d.add("chain-break", f"{self.art}:{self.line}")
             call_id = call_id or f"{PREFIX}:{uid}:result:{i}"
-        output, ok = result_of(fr.get("response"))
         info = status if isinstance(status, dict) else {}
         state = info.get("status")
         display = info.get("resultDisplay")
@@ -310,21 +309,9 @@ class _Projector(CallProjector):
         if isinstance(display, dict) and display.get("type") == "shell_result":
             raw = display.get("exitCode")
             code = raw if type(raw) is int else None
-        if code is None and fr.get("name") == SHELL:
-            code = exit_code(output)
-        if state == "success":
-            ok = True
-        elif state in ("error", "cancelled"):
-            ok = False
         ev = self._ev(f"functionResponse/{state or 'plain'}", call_id, f"$.message.parts[{i}]")
-        self.answer(
-            f"{PREFIX}:{uid}:result:{call_id}",
-            call_id,
-            ok,
-            output,
-            time=time,
-            evidence=ev,
-            exit_code=code,
+        answer_function_response(
+            self, f"{PREFIX}:{uid}", call_id, fr, state, time=time, evidence=ev, code=code
         )
 
 

@@ -385,14 +385,10 @@ def plan(
     rel = f"{project}/{layout.CHATS}/{sid}.jsonl"
     kids, written = _children(snapshot, sid, workdir, project, diags, spool)
     return ExportPlan(
-        target="qwen",
         session_id=sid,
-        snapshot_id=snapshot.id,
         files=[ExportFile(f"home/{rel}", _spooled(body_path, spool), 0o600), *kids],
         session_paths=[rel, *(f.path.removeprefix("home/") for f in kids)],
-        resume_argv=["qwen", "--resume", sid],
         diagnostics=diags.to_models(),
-        dir_modes={},
         notes=[
             f"run the resume command in {workdir} (Qwen Code finds a session in the current "
             "folder's project: projects/<encoded cwd>/chats/<id>.jsonl)",

@@ -13,4 +13,5 @@ CODEC = LazyCodec(
     capabilities=Capabilities(
         subagents=False, reasoning=False, tool_status=True, exit_code=True, images=False
     ),
+    resume=("vibe", "--resume", "{session}"),
 )

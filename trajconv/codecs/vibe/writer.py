@@ -37,6 +37,7 @@ from trajconv.codecs.base import (
     ExportFile,
     ExportPlan,
     dropped_code,
+    folder_plan,
     name_status_not_sent,
 )
 from trajconv.codecs.common import iso_ms, name_unheld, open_write
@@ -208,26 +209,13 @@ def plan(
         diags.add("timestamps-synthesized", "updatedAt (the creation time)")
     files = _store(sid, workdir, created, updated, session.title, tr.items)
     base = f"{UNIFIED}/{sid}"
-    return ExportPlan(
-        target="vibe",
-        session_id=sid,
-        snapshot_id=snapshot.id,
-        files=[ExportFile(f"home/{base}/{rel}", data, 0o600) for rel, data in files],
-        session_paths=[base],
-        resume_argv=["vibe", "--resume", sid],
-        diagnostics=diags.to_models(),
-        dir_modes={
-            ".vibe": 0o755,
-            ".vibe/logs": 0o755,
-            ".vibe/logs/session": 0o755,
-            UNIFIED: 0o755,
-            base: 0o700,
-            f"{base}/chunks": 0o700,
-            f"{base}/generations": 0o700,
-            f"{base}/generations/{GENERATION}": 0o700,
-            f"{base}/journal": 0o700,
-        },
+    return folder_plan(
+        base,
+        [ExportFile(f"home/{base}/{rel}", data, 0o600) for rel, data in files],
+        diags=diags,
         notes=[f"run the resume command in {workdir}: the session's cwd"],
+        shared=UNIFIED,
+        below=[f"{base}/chunks", f"{base}/generations/{GENERATION}", f"{base}/journal"],
     )
 
 
