@@ -233,20 +233,18 @@ _PIECES = (
 def test_the_quick_cut_of_runs_is_the_line_by_line_cut(lines: list[str], newline: bool) -> None:
     """Runs found by searching the ``#`` / ``>`` lines are those of reading every line."""
     text = "\n".join(lines) + ("\n" if newline and lines else "")
-    quick = reader._marked_runs(text)
-    slow = reader._line_runs(text, Limits(), Path("h"))
-    joined = [(k, n, b if k != "text" else "\n".join(b)) for k, n, b in slow]
-    assert quick == joined
-    assert reader._runs(text, Limits(), Path("h")) == quick
+    quick = list(reader._marked_runs(text))
+    assert quick == list(reader._line_runs(text, Limits(), Path("h")))
+    assert list(reader._runs(text, Limits(), Path("h"))) == quick
 
 
 def test_a_history_with_other_line_breaks_is_cut_line_by_line(tmp_path: Path) -> None:
     """``\\r\\n`` (and the other breaks ``splitlines`` knows) take the line-by-line cut."""
     text = "#### hi  \r\n\r\nthe answer\r\n> Tokens: 1  \r\n"
-    assert reader._runs(text, Limits(), Path("h")) == [
+    assert list(reader._runs(text, Limits(), Path("h"))) == [
         ("user", 1, ["#### hi  "]),
-        ("text", 2, ["", "the answer"]),
+        ("text", 2, "\nthe answer"),
         ("tool", 4, ["> Tokens: 1  "]),
     ]
     with pytest.raises(LimitError, match="max_line_bytes"):
-        reader._runs(text, Limits(max_line_bytes=12), Path("h"))
+        list(reader._runs(text, Limits(max_line_bytes=12), Path("h")))

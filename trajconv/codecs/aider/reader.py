@@ -61,23 +61,23 @@ _MARKED = re.compile(
 _MARKS = ("#", ">")
 
 
-def _runs(text: str, limits: Limits, file: Path) -> list[Run]:
+def _runs(text: str, limits: Limits, file: Path) -> Iterator[Run]:
     """``text`` cut into runs as Aider cuts it: a run of lines of one kind (a header alone).
 
     Most lines are the model's text; when ``\n`` is the only line break and no line can be
     over ``max_line_bytes`` (4 UTF-8 bytes a character at most), only the ``#`` and ``>``
     lines are looked at (:func:`_marked_runs`). The runs are the same either way
-    (``tests/aider``)."""
+    (``tests/aider``), made one at a time."""
     if len(text) * 4 <= limits.max_line_bytes and _OTHER_BREAKS.search(text) is None:
         return _marked_runs(text)
     return _line_runs(text, limits, file)
 
 
-def _line_runs(text: str, limits: Limits, file: Path) -> list[Run]:
-    runs: list[Run] = []
+def _line_runs(text: str, limits: Limits, file: Path) -> Iterator[Run]:
     max_line = limits.max_line_bytes
     block: list[str] = []
     last = ""
+    first = 0
     for number, line in enumerate(text.splitlines(), 1):
         # a character is at most 4 UTF-8 bytes: only a line that may be too long is encoded
         if len(line) * 4 > max_line:
@@ -87,11 +87,12 @@ def _line_runs(text: str, limits: Limits, file: Path) -> list[Run]:
             kind = "text"
         if kind == last and kind != "header":
             block.append(line)
-        else:
-            block = [line]
-            runs.append((kind, number, block))
-            last = kind
-    return runs
+            continue
+        if last:
+            yield last, first, "\n".join(block) if last == "text" else block
+        block, last, first = [line], kind, number
+    if last:
+        yield last, first, "\n".join(block) if last == "text" else block
 
 
 def _marked(text: str) -> Iterator[tuple[int, int, str]]:
@@ -108,48 +109,44 @@ def _marked(text: str) -> Iterator[tuple[int, int, str]]:
         yield start + 1, stop, "text" if kind == "heading" else kind
 
 
-def _marked_runs(text: str) -> list[Run]:
+def _marked_runs(text: str) -> Iterator[Run]:
     """:func:`_line_runs` of a text whose only line break is ``\n``, finding its ``#`` and
     ``>`` lines by a search: a text run is then a slice of ``text``."""
-    runs: list[Run] = []
-    block: list[str] = []
-    last = ""
+    pending: tuple[str, int, list[str]] | None = None  # the open run of marked lines
+    opened = -1  # where the open text run starts (-1: none is open)
+    opened_at = 0  # its first line's number
     pos = 0  # where the first line not yet placed starts
     number = 1  # its line number
-    opened = -1  # where the open text run starts
     count = text.count
-
-    def close(end: int) -> None:
-        kind, first, _ = runs[-1]
-        runs[-1] = (kind, first, text[opened:end])
-
     for start, stop, kind in _marked(text):
-        if start > pos:  # lines of text before this one
-            if last != "text":
-                runs.append(("text", number, ""))
-                opened, last = pos, "text"
+        if start > pos or kind == "text":  # a text line (before this one, or this one)
+            if opened < 0:
+                if pending is not None:
+                    yield pending
+                    pending = None
+                opened, opened_at = pos, number
             number += count("\n", pos, start)
-        if kind == "text":
-            if last != "text":
-                runs.append(("text", number, ""))
-                opened, last = start, "text"
-        else:
-            if last == "text":
-                close(start - 1)
-            if kind == last and kind != "header":
-                block.append(text[start:stop])
+        if kind != "text":
+            if opened >= 0:
+                yield "text", opened_at, text[opened : start - 1]
+                opened = -1
+            if pending is not None and pending[0] == kind and kind != "header":
+                pending[2].append(text[start:stop])
             else:
-                block = [text[start:stop]]
-                runs.append((kind, number, block))
-                last = kind
+                if pending is not None:
+                    yield pending
+                pending = (kind, number, [text[start:stop]])
         number += 1
         pos = stop + 1
-    if pos < len(text) and last != "text":  # text lines after the last marked line
-        runs.append(("text", number, ""))
-        opened, last = pos, "text"
-    if last == "text":
-        close(len(text) - 1 if text.endswith("\n") else len(text))
-    return runs
+    if pos < len(text) and opened < 0:  # text lines after the last marked line
+        if pending is not None:
+            yield pending
+            pending = None
+        opened, opened_at = pos, number
+    if opened >= 0:
+        yield "text", opened_at, text[opened : len(text) - 1 if text.endswith("\n") else len(text)]
+    elif pending is not None:
+        yield pending
 
 
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
@@ -190,11 +187,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     utf8.complete = True
     if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
         b.diagnostics.add("replaced-bytes", layout.HISTORY)
+    del raw
     model: str | None = None
     version: str | None = None
-    runs = _runs(text, limits, file)
     turn = -1
-    for kind, number, block in runs:
+    for kind, number, block in _runs(text, limits, file):
         ev = evidence(layout.HISTORY, line=number, native=kind)
         if kind == "header":
             b.diagnostics.add("lifecycle-dropped", f"{layout.HISTORY}:{number}", name="run-start")
@@ -221,7 +218,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 evidence=ev,
             )
         else:
-            answer = block.strip("\n") if isinstance(block, str) else "\n".join(block).strip("\n")
+            answer = block.strip("\n") if isinstance(block, str) else ""
             if not answer.strip():
                 continue  # blank lines between runs: formatting
             b.add_text(
