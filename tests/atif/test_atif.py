@@ -20,7 +20,7 @@ from tests.helpers import FIXTURES, conservation, export_tree, fingerprint, proj
 from trajconv import parity
 from trajconv.cli.main import cli
 from trajconv.codecs import registry
-from trajconv.codecs.atif import layout, native
+from trajconv.codecs.atif import layout, native, stream
 from trajconv.errors import EXIT_USAGE, FormatError, UsageError
 from trajconv.snapshot import io
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
@@ -167,6 +167,31 @@ def test_broken_documents_are_named_errors(text: bytes, tmp_path: Path) -> None:
     (tmp_path / "trajectory.json").write_bytes(text)
     with pytest.raises(FormatError, match=r"trajectory\.json"):
         trajconv.read("atif", tmp_path)
+
+
+def test_an_escaped_emoji_is_read_a_step_at_a_time_a_lone_surrogate_refused(
+    tmp_path: Path,
+) -> None:
+    """``json.dumps`` writes an emoji as a surrogate pair escape, which yajl decodes as orjson
+    does: the document streams (was read whole, 111 MiB for 10 MB) to the records the same
+    text as UTF-8 gives; a lone surrogate escape (yajl would make it ``?``) is refused."""
+    doc = _doc("v1.0-minimal")
+    doc["steps"][0]["message"] = "How many lines \U0001f600 has data.csv?"
+    texts = []
+    for name, ascii_only in (("escaped", True), ("utf8", False)):
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / "trajectory.json"
+        path.write_text(json.dumps(doc, ensure_ascii=ascii_only), "utf-8")
+        assert stream.frame(path, path, 256).whole is False
+        texts.append([r.text for r in trajconv.read("atif", path).records if r.kind == "user"])
+    assert texts[0] == texts[1] == ["How many lines \U0001f600 has data.csv?"]
+    lone = tmp_path / "lone" / "trajectory.json"
+    lone.parent.mkdir()
+    lone.write_text(json.dumps(doc).replace("\\ude00", " "), "utf-8")
+    assert "\\ud83d " in lone.read_text("utf-8")
+    assert stream.frame(lone, lone, 256).whole is True
+    with pytest.raises(FormatError, match=r"not JSON"):
+        trajconv.read("atif", lone)
 
 
 def _continued(tmp_path: Path, ref: str) -> Path:

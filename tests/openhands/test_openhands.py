@@ -179,3 +179,18 @@ def test_hostile_session_ids_are_refused(tmp_path: Path, sid: str) -> None:
     _copy(tmp_path)
     with pytest.raises(TrajconvError):
         trajconv.read("openhands", tmp_path / ".openhands", session=sid)
+
+
+def test_event_files_are_regular_files_by_numeric_index(tmp_path: Path) -> None:
+    """Listed in one ``scandir``: by index as a number (a 6-digit index after 99999),
+    never a link, a folder or a name ``EVENT_NAME`` does not match."""
+    events = tmp_path / "conv" / layout.EVENTS
+    events.mkdir(parents=True)
+    for name in ("event-100000-abcdef01.json", "event-99999-abcdef02.json", "notes.json"):
+        (events / name).write_text("{}")
+    (events / "event-00001-abcdef03.json").mkdir()
+    (events / "event-00002-abcdef04.json").symlink_to(events / "notes.json")
+    listed = [p.name for p in layout.event_files(events.parent)]
+    assert listed == ["event-99999-abcdef02.json", "event-100000-abcdef01.json"]
+    assert layout.has_events(events.parent)
+    assert not layout.has_events(tmp_path) and layout.event_files(tmp_path) == []

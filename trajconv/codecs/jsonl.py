@@ -12,6 +12,7 @@ is an error that says so (its lines would otherwise all be skipped).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,10 +34,10 @@ def read_bounded(path: Path, limit: int, limits_name: str = "max_session_bytes")
     from trajconv.errors import LimitError
 
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise LimitError(path, limits_name, limit)
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:  # the size of what was opened: one look-up of the path
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise LimitError(path, limits_name, limit)
             # read(n) sets n bytes aside first: the size found, not the limit (4 GiB by
             # default, which a machine with less memory and swap refuses outright)
             data = fh.read(size + 1)

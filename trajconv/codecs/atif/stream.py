@@ -12,9 +12,10 @@ cap died inside ``orjson``). The reader copies the file into the Snapshot's spoo
   ``step_id``, a ``source_call_id`` naming a call of its step) and held to
   ``max_line_bytes``.
 
-A document this cannot read as ``orjson`` would (a ``\\ud800`` escape, which yajl turns
-into ``?``) or one with a credential-looking member (whose stripped copy is made from the
-whole document) is read whole instead (:data:`WHOLE`).
+A document this cannot read as ``orjson`` would (a lone ``\\ud800`` escape, which yajl
+turns into ``?``; a pair, such as an emoji, it reads as orjson does) or one with a
+credential-looking member (whose stripped copy is made from the whole document) is read
+whole instead (:data:`WHOLE`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,16 @@ Json = dict[str, Any]
 
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 """A surrogate escape (``\\ud83d`` of a pair, or a lone one yajl would replace)."""
+_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+"""A high surrogate escape and its low one: a character yajl decodes as orjson does (an
+emoji, as ``json.dumps`` writes it by default)."""
+_AFTER_BACKSLASH = re.compile(rb"\\\\u[dD][89a-fA-F]")
+"""A surrogate escape after a backslash: maybe an escaped backslash's text, whose pairing
+the count does not tell (such a document is read whole)."""
+_ESCAPE_BYTES = b"\\u0123456789abcdefABCDEF"
+"""What an escape is made of: the bytes a chunk ends with that may be part of one are held
+for the next chunk."""
+_HELD = 1 << 16
 
 
 @dataclass
@@ -47,21 +58,36 @@ class Frame:
     steps: int
     sha256: str
     whole: bool
-    """Read it whole instead: a surrogate escape or a credential-looking member name."""
+    """Read it whole instead: a lone surrogate escape or a credential-looking member name."""
+
+
+def _lone(region: bytes) -> bool:
+    """Whether ``region`` may hold a surrogate escape that is not half of a pair."""
+    found = len(_SURROGATE.findall(region))
+    if not found:
+        return False
+    return _AFTER_BACKSLASH.search(region) is not None or found != 2 * len(_PAIR.findall(region))
 
 
 def _scan_bytes(copy: Path) -> tuple[str, bool]:
-    """The copy's sha256 and whether it holds a surrogate escape, in one chunked read."""
+    """The copy's sha256 and whether it may hold a lone surrogate escape (or one whose
+    pairing this cannot tell), in one chunked read. A chunk is looked at up to the escape
+    characters it ends with, which go with the next chunk (an escape holds no other)."""
     h = hashlib.sha256()
     found = False
-    tail = b""
+    held = b""
     with copy.open("rb") as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
-            if not found and _SURROGATE.search(tail + chunk):
-                found = True
-            tail = chunk[-8:]
-    return h.hexdigest(), found
+            if found:
+                continue
+            buf = held + chunk
+            cut = len(buf.rstrip(_ESCAPE_BYTES))
+            if len(buf) - cut > _HELD:  # a long run of hex digits: judge it as it is
+                cut = len(buf)
+            found = _lone(buf[:cut])
+            held = buf[cut:]
+    return h.hexdigest(), found or _lone(held)
 
 
 def _not_json(path: Path, exc: Exception) -> FormatError:

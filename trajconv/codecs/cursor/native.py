@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
+import orjson
 from google.protobuf.message import DecodeError
 
 from trajconv.codecs.cursor import prepare_store, proto
@@ -310,6 +311,11 @@ class _Walker:
 
     def message(self, blob_hex: str) -> Any:
         data = self.fetch(blob_hex, "message")
+        try:
+            # what orjson takes json takes too, to the same value, in a fraction of the time
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # NaN, a lone surrogate, a huge number, or bad input, which json names
         try:
             return json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:

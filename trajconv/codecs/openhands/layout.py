@@ -11,7 +11,10 @@ Facts from ``openhands`` 1.16.0 and its ``openhands-sdk`` (README "Layout"):
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from trajconv.codecs.base import CERTAIN, LIKELY, Claim
@@ -37,14 +40,36 @@ def store_of(home: Path) -> Path | None:
     return None
 
 
+def _events(conv: Path) -> Iterator[tuple[int, str]]:
+    """``(index, name)`` of each event file (a regular file, not a link) in ``events/``.
+
+    One ``scandir``: the entry's type comes with its name, so a conversation of thousands
+    of events costs no ``stat`` per file (nor sorting ``Path`` objects)."""
+    try:
+        with os.scandir(conv / EVENTS) as entries:
+            for entry in entries:
+                m = EVENT_NAME.match(entry.name)
+                if m and entry.is_file(follow_symlinks=False):
+                    yield int(m["idx"]), entry.name
+    except OSError as exc:
+        if exc.errno not in _NO_FOLDER:
+            raise
+        # no events/ folder (a home, or a conversation not started): none, as ``listing``
+
+
+#: what ``Path.is_dir`` takes for "not a folder" (``listing`` then lists nothing)
+_NO_FOLDER = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
 def event_files(conv: Path) -> list[Path]:
     """The event files of a conversation folder, by index."""
-    found = []
-    for p in listing(conv / EVENTS):
-        m = EVENT_NAME.match(p.name)
-        if m and p.is_file() and not p.is_symlink():
-            found.append((int(m["idx"]), p))
-    return [p for _, p in sorted(found)]
+    folder = conv / EVENTS
+    return [folder / name for _, name in sorted(_events(conv))]
+
+
+def has_events(conv: Path) -> bool:
+    """Whether a conversation folder holds an event file (stops at the first)."""
+    return next(_events(conv), None) is not None
 
 
 def is_conversation(path: Path) -> bool:
@@ -68,9 +93,9 @@ def claims(path: Path) -> Claim | None:
         if EVENT_NAME.match(path.name) and path.parent.name == EVENTS:
             return Claim(LIKELY, "session", (path.parent.parent.name,))
         return None
-    if path.name == EVENTS and event_files(path.parent):
+    if path.name == EVENTS and has_events(path.parent):
         return Claim(CERTAIN, "session", (path.parent.name,))
-    if is_conversation(path) and event_files(path):
+    if is_conversation(path) and has_events(path):
         sure = path.parent.name in (CONVERSATIONS, SUBAGENTS)
         return Claim(CERTAIN if sure else LIKELY, "session", (path.name,))
     found = conversations(path)

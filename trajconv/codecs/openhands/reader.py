@@ -285,13 +285,19 @@ def _cwd(state: dict[str, Any]) -> str | None:
 
 
 def _project(
-    b: SnapshotBuilder, conv: Path, rel: str, limits: Limits, budget: list[int]
+    b: SnapshotBuilder,
+    conv: Path,
+    rel: str,
+    limits: Limits,
+    budget: list[int],
+    events: list[Path] | None = None,
 ) -> tuple[_Projector, dict[str, Any]]:
+    """Project a conversation folder; ``events``: its event files, when listed already."""
     state = _base_state(b, conv, rel, limits)
     proj = _Projector(b, rel)
     proj.model = _model(state)
     total = 0
-    for path in layout.event_files(conv):
+    for path in layout.event_files(conv) if events is None else events:
         art = f"{rel}{layout.EVENTS}/{path.name}"
         data = read_bounded(path, limits.max_session_bytes)
         total += len(data)
@@ -330,14 +336,15 @@ def _source(sid: str, locator: str) -> Source:
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     conv = layout.resolve(path, session)
-    if not layout.event_files(conv):
+    events = layout.event_files(conv)
+    if not events:
         raise FormatError(conv, "an OpenHands conversation with no events/event-*.json")
     is_sub = conv.parent.name == layout.SUBAGENTS
     parent = conv.parent.parent.name if is_sub else None
     sid = conv.name
     b = SnapshotBuilder(_source(sid, f"{layout.CONVERSATIONS}/{sid}"), READER)
     budget = [limits.max_records]
-    proj, state = _project(b, conv, "", limits, budget)
+    proj, state = _project(b, conv, "", limits, budget, events)
     b.session = _session(sid, proj, state, parent)
     if not is_sub:
         subs = layout.subagents(conv)
