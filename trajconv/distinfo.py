@@ -57,8 +57,10 @@ def _normalize(name: str) -> str:
     return _NORMALIZE.sub("-", name).lower().replace("-", "_")
 
 
-def _distributions() -> list[str]:
-    """Metadata folders of the unique distributions, in ``importlib.metadata``'s order."""
+def _distributions() -> tuple[list[str], list[str]]:
+    """Metadata folders: the unique distributions, in ``importlib.metadata``'s order, and
+    every one found (a name shadowed further down ``sys.path`` too), as its
+    ``distributions()`` yields them."""
     if any(
         hasattr(finder, "find_distributions") and finder is not PathFinder
         for finder in sys.meta_path
@@ -66,6 +68,7 @@ def _distributions() -> list[str]:
         raise _Fallback
     seen: set[str] = set()
     found: list[str] = []
+    every: list[str] = []
     for entry in sys.path:
         root = entry or "."
         if root.lower().endswith(".egg") or os.path.isfile(root):
@@ -83,10 +86,11 @@ def _distributions() -> list[str]:
                 name = _normalize(low.rpartition(".")[0].partition("-")[0])
                 groups.setdefault(name, []).append(os.path.join(entry, child))
         for name, paths in groups.items():
+            every.extend(paths)
             if name not in seen:
                 seen.add(name)
                 found.append(paths[0])
-    return found
+    return found, every
 
 
 def _read(path: str) -> str | None:
@@ -112,10 +116,29 @@ def _parse(text: str, group: str) -> list[EntryPoint]:
 
 
 @functools.cache
-def _scan() -> list[str] | None:
+def _scan_all() -> tuple[list[str], list[str]] | None:
     try:
         return _distributions()
     except _Fallback:
+        return None
+
+
+def _scan() -> list[str] | None:
+    """The unique distributions' metadata folders; None: ask ``importlib.metadata``."""
+    found = _scan_all()
+    return None if found is None else found[0]
+
+
+@functools.cache
+def _entry_points_text(path: str) -> str | None:
+    """The ``entry_points.txt`` of a metadata folder: ``""`` when it has none, None when it
+    has one that cannot be read here."""
+    try:
+        with open(os.path.join(path, "entry_points.txt"), encoding="utf-8") as fh:
+            return fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except (OSError, UnicodeDecodeError):
         return None
 
 
@@ -128,7 +151,7 @@ def entry_points(group: str) -> list[EntryPoint]:
         return [EntryPoint(e.name, e.value, e.group) for e in metadata.entry_points(group=group)]
     out: list[EntryPoint] = []
     for path in dists:
-        text = _read(os.path.join(path, "entry_points.txt"))
+        text = _entry_points_text(path)
         if text:
             out.extend(_parse(text, group))
     return out
@@ -157,3 +180,51 @@ def version(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+PYDANTIC_PLUGIN_GROUP = "pydantic"
+"""The entry-point group pydantic loads its plugins from (``pydantic.plugin._loader``)."""
+
+
+def _pydantic_plugins_registered() -> bool:
+    """Whether any installed distribution may register a pydantic plugin: True unless the
+    fast scan holds and no ``entry_points.txt`` of any distribution (shadowed ones too, as
+    pydantic iterates ``importlib.metadata.distributions()``) has a ``pydantic`` entry."""
+    found = _scan_all()
+    if found is None:
+        return True
+    for path in found[1]:
+        text = _entry_points_text(path)
+        if text is None or _parse(text, PYDANTIC_PLUGIN_GROUP):
+            return True  # one, or a file unreadable here: pydantic reads it itself
+    return False
+
+
+def spare_pydantic_plugin_scan() -> None:
+    """Tell pydantic there are no plugins, when no distribution registers one.
+
+    pydantic looks for plugins when it builds its first validator: it imports
+    ``importlib.metadata`` and reads every distribution's entry points, about a tenth of a
+    small conversion's CPU time (issue 38). When this module's scan, the same discovery,
+    finds no ``pydantic`` entry point, the loader module is given pydantic in its place:
+    its ``get_plugins()`` returns what pydantic's own would (none), so validation is
+    unchanged. A registered plugin, a scan that cannot promise the result, or a loader
+    already imported leave pydantic to do its own loading.
+    """
+    name = "pydantic.plugin._loader"
+    if name in sys.modules or _pydantic_plugins_registered():
+        return
+    import types
+
+    import pydantic.plugin
+
+    loader = types.ModuleType(name, "No pydantic plugins are installed (trajconv.distinfo).")
+    plugins: dict[str, Any] = {}
+    loader.__dict__.update(
+        PYDANTIC_ENTRY_POINT_GROUP=PYDANTIC_PLUGIN_GROUP,
+        _plugins=plugins,
+        _loading_plugins=False,
+        get_plugins=plugins.values,
+    )
+    sys.modules[name] = loader
+    pydantic.plugin._loader = loader  # type: ignore[attr-defined]

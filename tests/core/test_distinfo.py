@@ -4,6 +4,7 @@ entry point in its own distribution is still found."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -87,11 +88,81 @@ def test_a_zip_on_sys_path_falls_back_to_importlib_metadata(
             if f.is_file():
                 zf.write(f, f.relative_to(tmp_path / "src").as_posix())
     monkeypatch.setattr(sys, "path", [str(archive), *sys.path])
-    distinfo._scan.cache_clear()
+    distinfo._scan_all.cache_clear()
     try:
         assert distinfo._scan() is None
         names = [e.name for e in distinfo.entry_points("trajconv.codecs")]
         assert "demo3p" in names and "grok" in names
         assert distinfo.version("demo3p") == "1.2"
     finally:
-        distinfo._scan.cache_clear()
+        distinfo._scan_all.cache_clear()
+
+
+PLUGIN_MODULE = """
+import os
+
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, path, kind, config, settings):
+        with open(os.environ["DEMO_PLUGIN_LOG"], "a") as log:
+            log.write(path.name + "\\n")
+        return None, None, None
+
+plugin = Plugin()
+"""
+
+BUILD_A_MODEL = """
+import sys
+from trajconv.snapshot.models import Source
+Source(harness="grok", harness_version=None, session_id="s", locator="x")
+print("importlib.metadata" in sys.modules)
+"""
+
+
+def _pydantic_plugin(root: Path, *, registered: bool) -> None:
+    """A distribution ``demoplug`` under ``root``; with ``registered``, its entry point
+    in the ``pydantic`` group names a plugin that logs each schema it is shown."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "demoplug.py").write_text(PLUGIN_MODULE)
+    info = root / "demoplug-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demoplug\nVersion: 1.0\n\n")
+    group = "pydantic" if registered else "demoplug.other"
+    (info / "entry_points.txt").write_text(f"[{group}]\ndemoplug = demoplug:plugin\n")
+
+
+def _build_a_model(tmp_path: Path, *paths: Path) -> tuple[bool, list[str]]:
+    """Whether building a Snapshot model imported ``importlib.metadata``, and the schemas
+    the plugin logged, in a fresh interpreter with ``paths`` on ``PYTHONPATH``."""
+    log = tmp_path / "plugin.log"
+    env = {"PYTHONPATH": os.pathsep.join(map(str, paths)), "DEMO_PLUGIN_LOG": str(log)}
+    run = subprocess.run(
+        [sys.executable, "-c", BUILD_A_MODEL], capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout.split() == ["True"], log.read_text().split() if log.exists() else []
+
+
+def test_no_pydantic_plugin_registered_spares_pydantic_its_scan(tmp_path: Path) -> None:
+    """Start-up (issue 38): pydantic's own plugin lookup imports ``importlib.metadata`` and
+    reads every distribution; with no plugin registered trajconv tells it so."""
+    _pydantic_plugin(tmp_path / "site", registered=False)
+    assert _build_a_model(tmp_path, tmp_path / "site") == (False, [])
+    registered = any(
+        ep.group == "pydantic" for d in metadata.distributions() for ep in d.entry_points
+    )
+    assert distinfo._pydantic_plugins_registered() is registered
+
+
+@pytest.mark.parametrize("shadowed", [False, True])
+def test_a_registered_pydantic_plugin_is_still_loaded(tmp_path: Path, shadowed: bool) -> None:
+    """A pydantic plugin installed beside trajconv sees trajconv's schemas, as it would
+    without trajconv; registered in a distribution shadowed by one of the same name
+    earlier on ``sys.path`` too (pydantic reads every distribution, shadowed or not)."""
+    paths = [tmp_path / "plugin"]
+    if shadowed:
+        _pydantic_plugin(tmp_path / "first", registered=False)
+        paths.insert(0, tmp_path / "first")
+    _pydantic_plugin(tmp_path / "plugin", registered=True)
+    imported, logged = _build_a_model(tmp_path, *paths)
+    assert imported  # pydantic did its own loading
+    assert "Source" in logged

@@ -84,3 +84,8 @@ def test_a_conversion_imports_only_its_two_codecs_and_no_store(tmp_path: Path) -
     assert (tmp_path / "out" / "prepare.py").is_file()  # it did convert
     assert _loaded(modules, NOT_FOR_CONVERT) == []
     assert {m.split(".")[2] for m in _codec_modules(modules)} == {"grok", "fx"}
+    # pydantic's plugin lookup is spared too, unless a pydantic plugin is installed
+    from trajconv import distinfo
+
+    plugins = distinfo._pydantic_plugins_registered()
+    assert bool(_loaded(modules, ("importlib.metadata",))) == plugins

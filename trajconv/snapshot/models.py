@@ -19,7 +19,10 @@ from pydantic import (
     model_serializer,
 )
 
+from trajconv.distinfo import spare_pydantic_plugin_scan
 from trajconv.snapshot.blob import Blob
+
+spare_pydantic_plugin_scan()  # before the first validator is built (issue 38)
 
 FORMAT = "trajconv.snapshot/1"
 HASH_PATTERN = r"^sha256:[0-9a-f]{64}$"
