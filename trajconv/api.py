@@ -120,15 +120,17 @@ LOSSY_CODES = ("untranslated-pending-call", "untranslated-orphan-result", "unans
 
 def _name_open_turn(snapshot: Snapshot, plan: ExportPlan) -> None:
     """Count an unfinished last turn a lossy write kept, so the user is told of it."""
-    from trajconv.codecs.base import continuity
+    from trajconv.codecs.base import CONVERSATIONAL
     from trajconv.snapshot.diagnostics import Diagnostics
 
-    found = continuity(snapshot)
-    if found.open_turn is None:
+    # continuity(snapshot).open_turn, from the end: only the last conversational record
+    # tells (a pass over every record was a tenth of a lossy write)
+    last = next((r for r in reversed(snapshot.records) if r.kind in CONVERSATIONAL), None)
+    if last is None or last.kind == "assistant":
         return
     diags = Diagnostics()
     diags.extend(plan.diagnostics)
-    diags.add("unanswered-turn", found.open_turn)
+    diags.add("unanswered-turn", last.id)
     plan.diagnostics = diags.to_models()
 
 

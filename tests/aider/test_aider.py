@@ -248,3 +248,22 @@ def test_a_history_with_other_line_breaks_is_cut_line_by_line(tmp_path: Path) ->
     ]
     with pytest.raises(LimitError, match="max_line_bytes"):
         list(reader._runs(text, Limits(max_line_bytes=12), Path("h")))
+
+
+@pytest.mark.parametrize("before", [0, 300])
+def test_the_banners_version_heads_the_chain_early_or_late(tmp_path: Path, before: int) -> None:
+    """The version is in the source the chain starts from, whether the first banner comes
+    before any record is spooled or after hundreds (a history trajconv wrote, continued by
+    Aider): the hashes verify either way."""
+    from trajconv.snapshot.io import verify
+
+    head = "# aider chat started at 2026-01-01 00:00:00\n\n"
+    turns = "".join(f"#### question {i}  \n\nanswer {i}\n\n" for i in range(before))
+    banner = "# aider chat started at 2026-01-02 00:00:00\n\n> Aider v0.86.2  \n\n"
+    history = tmp_path / layout.HISTORY
+    history.write_text(head + turns + banner + "#### last  \n\nthe end\n")
+    snap = trajconv.read("aider", history)
+    assert snap.source.harness_version == "0.86.2"
+    assert len(snap.records) == 2 * before + 3
+    report = verify(snap)
+    assert report.ok, report.problems

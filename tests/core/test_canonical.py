@@ -448,6 +448,64 @@ def test_secret_stripping_examples(data: bytes) -> None:
     assert secrets.strip_json_bytes(data) == _reference_strip(data)
 
 
+def _reference_line_starts(block: bytes) -> set[int]:
+    """The journal scan as it was first written: every hit of every word checked on its own
+    (``secrets.line_starts`` keeps each name's verdict and skips hits in the same name)."""
+    import re
+
+    from trajconv.snapshot import secrets
+
+    def in_secret_name(at: int, length: int) -> bool:
+        opened = block.rfind(b'"', max(0, at - 256), at)
+        closed = block.find(b'"', at + length, at + length + 256)
+        if opened == -1 or closed == -1:
+            return False
+        if not re.compile(rb"[ \t\r]*:").match(block, closed + 1):
+            return False
+        name = block[opened + 1 : closed]
+        return b"\\" in name or secrets.is_secret_key(name.decode("utf-8", "replace"))
+
+    low = block.lower()
+    starts: set[int] = set()
+    for word in secrets._LINE_WORDS:
+        at = low.find(word)
+        while at != -1:
+            if word == b"\\u" or in_secret_name(at, len(word)):
+                starts.add(low.rfind(b"\n", 0, at) + 1)
+                end = low.find(b"\n", at)
+                at = -1 if end == -1 else low.find(word, end)
+            else:
+                at = low.find(word, at + len(word))
+    return starts
+
+
+_PIECES = ['"', ":", " ", "\r", "\n", "\\", "u", "_", "x", "{", ",", "token", "TOKENS", "api_key"]
+_JOURNAL = st.lists(
+    st.sampled_from([*_PIECES, "Key", "secret", "cookie", "passw", "\u212a", "y" * 250]),
+    max_size=60,
+).map(lambda parts: "".join(parts).encode())
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_JOURNAL | _JSON.map(lambda v: (json.dumps(v) + "\n").encode()))
+def test_journal_scan_flags_the_lines_the_first_scan_did(block: bytes) -> None:
+    from trajconv.snapshot import secrets
+
+    names: dict[bytes, bool] = {}
+    assert secrets.line_starts(block, names) == _reference_line_starts(block)
+    assert secrets.line_starts(block, names) == _reference_line_starts(block)  # names kept
+
+
+def test_journal_scan_reach_and_repeated_names() -> None:
+    from trajconv.snapshot import secrets
+
+    far = b'{"' + b"x" * 300 + b'token": 1}\n{"a_token" :2, "a_token": 3}\n'
+    near = b'{"input_tokens": 1, "x": "token"}\n{"my_token"\r:1}\n"tokentoken":\n'
+    for block in (far, near, far + near, b"token" * 100):
+        assert secrets.line_starts(block) == _reference_line_starts(block)
+    assert secrets.line_starts(near) == {near.index(b'{"my')}  # not input_tokens, tokentoken
+
+
 def _reference_iso_ms(moment: datetime) -> str:
     moment = moment.astimezone(UTC)
     date = f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.")

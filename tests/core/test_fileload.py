@@ -130,6 +130,49 @@ def test_escaped_characters_and_reordered_members_still_load_streamed(tmp_path: 
     assert io.dumps(streamed) == data  # written back in trajconv's own layout
 
 
+def test_a_record_laid_out_as_orjson_writes_it_with_its_hash_elsewhere_is_spooled_in_order(
+    tmp_path: Path,
+) -> None:
+    # A record whose text is the spool's (trajconv's layout) is spooled as it is; one in
+    # orjson's layout with its hash moved (or with members in another order) is not.
+    snap = _built()
+    data = io.dumps(snap)
+    doc = orjson.loads(data)
+    for i in (0, 1):
+        doc["records"][i]["hash"] = doc["records"][i].pop("hash")  # last, not after evidence
+    doc["records"][3] = {"hash": doc["records"][3].pop("hash"), **doc["records"][3]}
+    file = tmp_path / "moved.json"
+    file.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    assert file.read_bytes() != data
+    streamed = _check_same(file)
+    assert io.dumps(streamed) == data  # every record spooled in the models' order
+
+
+def test_small_artifacts_of_both_encodings_load_streamed_whole_on_their_line(
+    tmp_path: Path,
+) -> None:
+    # A data string on one line is decoded at once; escapes, 4-byte characters, base64
+    # with and without padding, and an empty one, all as the piecewise decoding gives.
+    b = SnapshotBuilder(Source(harness="x", harness_version="1", session_id="s", locator="s"), "x")
+    b.add_text("user", "u", "hi", time=None, turn=0, evidence=evidence("a", native="line"))
+    for i, data in enumerate([b"", b"\xff", b"\xff\x00", b"\xff\x00\x01", bytes(range(256))]):
+        b.add_artifact(f"bin{i}", "application/octet-stream", data)
+    b.add_artifact("t", "text/plain", 'é\U0001f680\x00"\\/\n\u2028'.encode())
+    b.add_artifact("u", "text/plain", b"")
+    snap = b.build()
+    file = tmp_path / "small.json"
+    io.dump(snap, file)
+    streamed = _check_same(file)
+    assert streamed == snap and io.dumps(streamed) == file.read_bytes()
+    assert [a.read() for a in streamed.artifacts] == [a.read() for a in snap.artifacts]
+    # padding in the middle of a string, or a size the bytes do not have: the whole path
+    data = file.read_bytes()
+    for old, new in ((b'"/w==', b'"/w==AAAA'), (b'"size": 1,', b'"size": 2,')):
+        assert old in data
+        (tmp_path / "bad.json").write_bytes(data.replace(old, new, 1))
+        assert verify_streamed(tmp_path / "bad.json") is None
+
+
 def _rehash(doc: dict[str, Any]) -> None:
     """Chain hashes and id made again for the changed content (for the format trajconv
     reads), in the document's own order, as a careful hand-editor would: only the

@@ -79,6 +79,46 @@ def test_many_records_spool_and_read_back_in_order() -> None:
     assert not isinstance(loaded.records, RecordLog) and loaded == snap
 
 
+def test_spooled_records_come_back_as_the_models_validating_them_makes() -> None:
+    # RecordLog makes its models without validating again (every spooled record was
+    # checked): they must be what validation makes, of every kind and nested model.
+    from trajconv.snapshot.spool import _record_adapter, _record_model
+
+    b = _builder()
+    t = "2026-11-30T03:43:25.244Z"
+    b.add_text("user", "u", "hi", time=t, turn=0, evidence=_ev(1))
+    for kind in ("assistant", "reasoning"):
+        b.add_text(kind, kind, "x", time=None, turn=0, evidence=_ev(2), model="m")
+    b.add_text("system", "s", "y", time=None, turn=None, evidence=_ev(3))
+    b.add_text("observation", "o", "z", time=None, turn=None, evidence=_ev(4))
+    b.add_call(
+        "c", "call", "tool", {"a": [1, 2.5, None, {"b": True}]}, time=t, turn=0, evidence=_ev(5)
+    )
+    b.add_call("big", "call2", "tool", {"n": 2**70}, time=None, turn=0, evidence=_ev(6))
+    b.add_result("r", "call", False, "out", time=t, turn=0, evidence=_ev(7), exit_code=3)
+    snap = b.build()
+    adapter = _record_adapter()
+    for record, text in zip(snap.records, snap.records._texts(), strict=True):
+        validated = adapter.validate_python(orjson.loads(text))
+        assert type(record) is type(validated) and record == validated
+        assert record.model_fields_set == validated.model_fields_set
+        assert record.evidence.model_fields_set == validated.evidence.model_fields_set
+        assert adapter.dump_json(record) == adapter.dump_json(validated)
+        assert hash(record.evidence) == hash(validated.evidence)
+        with pytest.raises(ValueError, match="frozen"):
+            record.id = "other"  # type: ignore[misc]
+    assert len(snap.records) == 8 and io.verify(snap).ok
+    # a text without exactly its model's members is validated (and refused) as before
+    for bad in (
+        b'{"kind": "user"}',
+        b'{"seq": 0, "id": "u", "time": null, "turn": null, "evidence": {}, "hash": "x",'
+        b' "kind": "user", "text": "hi"}',
+        b'{"kind": ["user"]}',
+    ):
+        with pytest.raises(ValueError):
+            _record_model(bad)
+
+
 def test_hold_keeps_a_record_amendable_and_amend_refuses_written_ones() -> None:
     b = _builder()
     first = b.add_text("user", "u0", "hi", time=None, turn=None, evidence=_ev(1))

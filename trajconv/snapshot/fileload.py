@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +134,65 @@ def _object(lines: list[bytes]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _NotTheLayout
     return value
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_META_OPEN = b"    {\n"
+_META_CLOSE = b"\n    }"
+
+
+def _meta_object(lines: list[bytes]) -> dict[str, Any]:
+    """An artifact's members before ``data`` (:data:`_META`, in that order) as an object.
+
+    Lines exactly as :func:`trajconv.snapshot.io.write` lays them out name no member twice
+    and hold no integer beyond 64 bits, so ``orjson`` reads them (a tenth of ``_object``'s
+    time: a Cursor Snapshot has an artifact per blob); any other lines go to ``_object``.
+    """
+    text = b"".join(lines)
+    try:
+        value = orjson.loads(b"{" + text.removesuffix(b",\n") + b"}")
+    except orjson.JSONDecodeError:
+        raise _NotTheLayout from None
+    if type(value) is dict and tuple(value) == _META:
+        written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        if _META_OPEN + text == b"    " + written[: -len(_META_CLOSE)] + b",\n":
+            return value
+    value = _object(lines)
+    if tuple(value) != _META:
+        raise _NotTheLayout
+    return value
+
+
+def _plain_meta(meta: dict[str, Any]) -> bool:
+    """True when :class:`Artifact`'s strict models take these members (``data`` aside):
+    the common case, checked without them; ``False`` leaves it to the models."""
+    name, media_type, sha256, size, encoding = meta.values()
+    return (
+        type(name) is str
+        and type(media_type) is str
+        and type(sha256) is str
+        and _SHA256.fullmatch(sha256) is not None
+        and type(size) is int
+        and size >= 0
+        and encoding in _ENCODINGS
+    )
+
+
+_ENCODINGS = ("utf8", "base64")
+
+
+def _whole_data(string: bytes, encoding: str) -> bytes:
+    """The bytes of an artifact's ``data`` given whole as a JSON string (its quotes too):
+    what :meth:`_Loader._data` gives for it in pieces."""
+    text = orjson.loads(string)
+    if type(text) is not str:
+        raise _NotTheLayout
+    data = text.encode("utf-8")
+    if encoding == "utf8":
+        return data
+    if len(data) % 4:
+        raise _NotTheLayout
+    return base64.b64decode(data, validate=True)  # which allows "=" only at its end
 
 
 def _as_written(text: bytes, value: Any, indent: bytes = b"    ") -> bool:
@@ -443,7 +503,6 @@ class _Loader:
         """A records array whose items are indented by ``indent`` (a child's are deeper);
         each tool call's id goes into ``calls``."""
         readline = self._fh.readline
-        adapter = _record_adapter()
         seq = 0
         opening = indent + b"{\n"
         ends = (indent + b"},\n", indent + b"}\n")
@@ -458,16 +517,21 @@ class _Loader:
                 lines.append(line)
             text = b"".join(lines)
             rec = orjson.loads(text + b"}")
-            if not _as_written(text, rec, indent):  # another writer's escapes or order: strictly
+            written = _as_written(text, rec, indent)
+            if not written:  # another writer's escapes or order: strictly
                 try:
                     rec = strict_loads(text + b"}")
                 except ValueError:
                     raise _NotTheLayout from None
             if type(rec) is not dict or rec.get("seq") != seq:
                 raise _NotTheLayout
+            # laid out as the spool holds a record (a top-level item, its hash after its
+            # evidence, where the models have it): its text is spooled as it is
+            as_spooled = written and indent == b"    " and tuple(rec)[5:6] == ("hash",)
             stated = rec.pop("hash", None)
             plain = plain_record(rec) and _in_model_order(rec)
             if not plain:  # through the models, which also put the members in order
+                adapter = _record_adapter()  # built only when a record needs it
                 model = adapter.validate_python({**rec, "hash": stated}, strict=True)
                 ordered = adapter.dump_python(model, mode="json")
                 del ordered["hash"]
@@ -482,7 +546,11 @@ class _Loader:
                 self._hashes[seq] = tag
             if calls is not None and rec["kind"] == "tool-call":
                 calls.add(rec["call"]["id"])
-            if spool is not None:  # checked by plain_record or just now by the models
+            if spool is None:
+                pass
+            elif plain and as_spooled:  # the members in model order, as orjson writes them
+                spool.append_item(b",\n" + text + b"    }")
+            else:  # checked by plain_record or just now by the models
                 spool.append(rec, tag, checked=True)
             seq += 1
             if line == ends[1]:
@@ -510,10 +578,9 @@ class _Loader:
                     if not line.endswith(b"\n"):
                         raise _NotTheLayout
                     meta_lines.append(line)
-                meta = _object(meta_lines)
-                if tuple(meta) != _META:
-                    raise _NotTheLayout
-                Artifact.model_validate({**meta, "data": None}, strict=True)
+                meta = _meta_object(meta_lines)
+                if not _plain_meta(meta):
+                    Artifact.model_validate({**meta, "data": None}, strict=True)
                 if last is not None and meta["name"] <= last:
                     raise _NotTheLayout  # the writer sorts them; the table would sort them
                 last = meta["name"]
@@ -527,8 +594,12 @@ class _Loader:
                     table.put((last, *stub, len(self._files) - 1 if self._spool else 0, 0))
                 else:
                     writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
-                    for chunk in self._data(line[len(_DATA) :], meta["encoding"]):
-                        writer.write(chunk)
+                    rest = line[len(_DATA) :]
+                    if rest.endswith(b'"\n'):  # the whole string on the line: decoded at once
+                        writer.write(_whole_data(rest[:-1], meta["encoding"]))
+                    else:
+                        for chunk in self._data(rest, meta["encoding"]):
+                            writer.write(chunk)
                     name, media, sha256, size, _enc, file, offset = writer.finish(
                         meta["media_type"], 0
                     )

@@ -157,22 +157,57 @@ _NAME_REACH = 256
 _THEN_COLON = re.compile(rb"[ \t\r]*:")
 """What follows a member name on a JSON line: any run of JSON's whitespace (a line ends at
 ``\n``), then the colon (issue 34: 20 spaces or a ``\r`` hid the name from a fixed window)."""
+_NAMES_KEPT = 4096
+"""How many member names' verdicts a :class:`JsonlStripper` keeps (then it starts over)."""
 
 
-def _in_secret_name(block: bytes, at: int, length: int) -> bool:
-    """Whether the word at ``block[at:at+length]`` may be part of a member name
-    :func:`is_secret_key` finds (``"...word...":``). Unsure (an escape in the name) is
-    yes: the line is then parsed and its names checked exactly. A word with no quote
-    within ``_NAME_REACH`` bytes on either side is in a long text, not a name (names
-    that long are not looked for)."""
-    opened = block.rfind(b'"', max(0, at - _NAME_REACH), at)
-    closed = block.find(b'"', at + length, at + length + _NAME_REACH)
-    if opened == -1 or closed == -1:
-        return False
-    if not _THEN_COLON.match(block, closed + 1):
-        return False  # a string value, not a member name
-    name = block[opened + 1 : closed]
-    return b"\\" in name or is_secret_key(name.decode("utf-8", "replace"))
+def line_starts(block: bytes, names: dict[bytes, bool] | None = None) -> set[int]:
+    """Where each line of ``block`` starts that may hold a member :func:`is_secret_key`
+    finds: one of :data:`_LINE_WORDS` inside a member name (``"...word...":``), or any
+    ``\\u`` escape (unsure is yes: such a line is parsed and its names checked exactly).
+    A word with no quote within :data:`_NAME_REACH` bytes on either side is in a long
+    text, not a name (names that long are not looked for). ``names`` keeps each name's
+    verdict: a journal has tens of thousands of hits, most of them a few names
+    (``"input_tokens"``)."""
+    if names is None:
+        names = {}
+    low = block.lower()
+    starts: set[int] = set()
+    find = low.find
+    for word in _LINE_WORDS:
+        at = find(word)
+        if word == b"\\u":
+            while at != -1:
+                starts.add(low.rfind(b"\n", 0, at) + 1)
+                end = find(b"\n", at)
+                at = -1 if end == -1 else find(word, end)  # on to the next line
+            continue
+        length = len(word)
+        while at != -1:
+            after = at + length
+            closed = block.find(b'"', after, after + _NAME_REACH)
+            if closed == -1:
+                at = find(word, after)
+                continue
+            opened = block.rfind(b'"', max(0, at - _NAME_REACH), at)
+            if opened != -1 and (
+                block.startswith(b":", closed + 1) or _THEN_COLON.match(block, closed + 1)
+            ):
+                name = block[opened + 1 : closed]
+                secret = names.get(name)
+                if secret is None:
+                    secret = names[name] = b"\\" in name or is_secret_key(
+                        name.decode("utf-8", "replace")
+                    )
+                if secret:
+                    starts.add(low.rfind(b"\n", 0, at) + 1)
+                    end = find(b"\n", at)
+                    at = -1 if end == -1 else find(word, end)  # on to the next line
+                    continue
+            # No quote lies between this hit and ``closed``: every later hit before it has
+            # the same quotes around it (or none in reach), so the same verdict.
+            at = find(word, closed)
+    return starts
 
 
 class JsonlStripper:
@@ -187,6 +222,7 @@ class JsonlStripper:
         self._pending: list[bytes] = []  # the start of a line not yet ended
         self._line = 0
         self.dropped: list[str] = []
+        self._names: dict[bytes, bool] = {}  # a member name's verdict, by its bytes
 
     def feed(self, chunk: bytes) -> bytes:
         cut = chunk.rfind(b"\n") + 1
@@ -204,17 +240,9 @@ class JsonlStripper:
 
     def _lines(self, block: bytes) -> bytes:
         """``block`` (whole lines) with each line that may hold a credential checked."""
-        low = block.lower()
-        starts: set[int] = set()
-        for word in _LINE_WORDS:
-            at = low.find(word)
-            while at != -1:
-                if word == b"\\u" or _in_secret_name(block, at, len(word)):
-                    starts.add(low.rfind(b"\n", 0, at) + 1)
-                    end = low.find(b"\n", at)
-                    at = -1 if end == -1 else low.find(word, end)  # on to the next line
-                else:
-                    at = low.find(word, at + len(word))
+        if len(self._names) > _NAMES_KEPT:
+            self._names.clear()
+        starts = line_starts(block, self._names)
         if not starts:
             self._line += block.count(b"\n")
             return block
