@@ -701,7 +701,12 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def render(
-    rows: list[Row], start: list[Row], argv: list[str], repeat: int, skipped: list[str]
+    rows: list[Row],
+    start: list[Row],
+    argv: list[str],
+    repeat: str,
+    startup_repeat: int,
+    skipped: list[str],
 ) -> str:
     out = [
         "# Benchmarks",
@@ -757,7 +762,7 @@ def render(
             small, big = sizes[below].peak, sizes[size].peak
             assert small and big
             out.append(f"| {harness} | {tool} | {size} / {below} | {big / small:.1f} |")
-    out += ["", *startup_section(start, max(10, repeat))]
+    out += ["", *startup_section(start, startup_repeat)]
     if skipped:
         out += ["", "## Notes and skipped rows", ""] + [f"- {s}" for s in skipped]
     return "\n".join(out) + "\n"
@@ -773,6 +778,11 @@ def main(argv: list[str] | None = None) -> int:
         "aider,atif,kilo,pi,qwen,vibe,openhands",
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell (median)")
+    parser.add_argument(
+        "--repeat-big",
+        type=int,
+        help="runs per cell of the 100 MB and 1 GB datasets (default: --repeat)",
+    )
     parser.add_argument("--output", type=Path, default=EVIDENCE, help="markdown report")
     parser.add_argument(
         "--timeout", type=float, default=240.0, help="seconds before a run is stopped"
@@ -833,7 +843,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skipped: {item}", file=sys.stderr)
                 continue
             made = rows_for(item, codecs, scratch, Path(exports))
-            run_rows(made, item, args.repeat, scratch, args.timeout, env)
+            small = item["size_label"] == "10MB"
+            times = args.repeat if small or args.repeat_big is None else args.repeat_big
+            run_rows(made, item, times, scratch, args.timeout, env)
             rows.extend(made)
         wanted = [
             "grok",
@@ -860,11 +872,13 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append("harness-convert is not installed (see the docstring of run.py)")
         if not AT_PY.is_file():
             skipped.append("agent-trajectory is not installed (see the docstring of run.py)")
-        start = startup_rows(max(10, args.repeat), scratch, env)
+        startup_repeat = max(10, args.repeat)
+        start = startup_rows(startup_repeat, scratch, env)
     command = ["python", "benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]
     skipped.append(f"(the measuring process itself peaked at {runner:.0f} MiB before the runs)")
     skipped.extend(args.note)
-    text = render(rows, start, command, args.repeat, skipped)
+    big = "" if args.repeat_big is None else f" ({args.repeat_big} at 100 MB and above)"
+    text = render(rows, start, command, f"{args.repeat}{big}", startup_repeat, skipped)
     kept = earlier_section(args.output)
     if kept:
         text = text.rstrip("\n") + "\n\n" + "\n".join(kept) + "\n"

@@ -218,13 +218,17 @@ def spare_pydantic_plugin_scan() -> None:
 
     import pydantic.plugin
 
-    loader = types.ModuleType(name, "No pydantic plugins are installed (trajconv.distinfo).")
     plugins: dict[str, Any] = {}
+
+    def get_plugins(*_args: Any, **_kwargs: Any) -> Any:
+        return plugins.values()  # as pydantic's own when it found none
+
+    loader = types.ModuleType(name, "No pydantic plugins are installed (trajconv.distinfo).")
     loader.__dict__.update(
         PYDANTIC_ENTRY_POINT_GROUP=PYDANTIC_PLUGIN_GROUP,
         _plugins=plugins,
         _loading_plugins=False,
-        get_plugins=plugins.values,
+        get_plugins=get_plugins,
     )
     sys.modules[name] = loader
     pydantic.plugin._loader = loader  # type: ignore[attr-defined]

@@ -89,3 +89,19 @@ def test_a_conversion_imports_only_its_two_codecs_and_no_store(tmp_path: Path) -
 
     plugins = distinfo._pydantic_plugins_registered()
     assert bool(_loaded(modules, ("importlib.metadata",))) == plugins
+
+
+def test_a_snapshot_file_outside_a_store_is_verified_and_written_without_the_store(
+    tmp_path: Path,
+) -> None:
+    # verify FILE and write FILE of a file that is not STORE/snapshots/FILE need no store
+    modules = _modules("read", "--from", "grok", str(GROK_SESSIONS), "-o", "s.json", cwd=tmp_path)
+    assert (tmp_path / "s.json").is_file()
+    store = ("trajconv.store.local", "trajconv.store.remote", "sqlite3", "tarfile")
+    for args in (
+        ("verify", "s.json"),
+        ("write", "--to", "fx", "s.json", "--cwd", "/srv/x", "--allow-lossy", "-o", "out"),
+    ):
+        modules = _modules(*args, cwd=tmp_path)
+        assert _loaded(modules, store) == [], args
+    assert (tmp_path / "out" / "prepare.py").is_file()

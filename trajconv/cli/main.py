@@ -493,7 +493,7 @@ def _say(note: str | None) -> None:
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
     """Write a Snapshot as an export for another harness (native files + prepare.py)."""
     import trajconv
-    from trajconv.store.local import load_input
+    from trajconv.store import load_input  # the store itself only for a stored one
 
     snap = load_input(snapshot)  # a Snapshot in a store gets its artifacts from the store
     lossy = kw.pop("allow_lossy")

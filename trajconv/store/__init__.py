@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union
 from trajconv.errors import UsageError
 
 if TYPE_CHECKING:
+    from trajconv.snapshot.fileload import StoredCheck
+    from trajconv.snapshot.io import ArtifactResolver
     from trajconv.snapshot.models import Snapshot
     from trajconv.store.backend import Backend, open_backend
     from trajconv.store.local import (
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
         Moved,
         Store,
         StoreReport,
-        artifact_check,
-        artifact_resolver,
         find_store,
     )
     from trajconv.store.remote import ObjectStore
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 MARKER = "trajconv-store.json"
 """The file that makes a folder a local store (``trajconv.store.local`` writes it)."""
+SNAPSHOTS = "snapshots"
+"""The folder of a local store that holds its Snapshot files."""
 
 
 def __getattr__(name: str) -> Any:
@@ -64,6 +66,32 @@ def is_store(path: Path) -> bool:
     return (path / MARKER).is_file()
 
 
+def in_store(path: Path) -> bool:
+    """Whether ``path`` is a Snapshot file of a local store (``STORE/snapshots/FILE``,
+    what ``find_store`` finds), told without importing the store: ``verify FILE`` and
+    ``write FILE`` of any other file need none of it (a tenth of their start-up)."""
+    parent = Path(path).resolve().parent
+    return parent.name == SNAPSHOTS and is_store(parent.parent)
+
+
+def artifact_check(path: Path) -> StoredCheck | None:
+    """For a stored Snapshot file: its artifacts are checked in its store."""
+    if not in_store(path):
+        return None
+    from trajconv.store import local
+
+    return local.artifact_check(path)
+
+
+def artifact_resolver(path: Path) -> ArtifactResolver | None:
+    """For ``verify FILE``: artifacts of a stored Snapshot come from its store."""
+    if not in_store(path):
+        return None
+    from trajconv.store import local
+
+    return local.artifact_resolver(path)
+
+
 def open_store(location: str | Path, *, create: bool = False, write: bool = False) -> AnyStore:
     """A local store folder (SQLite index) for a path; the object store for a URL
     (``s3://bucket/prefix``, ``file:///srv/store``, any fsspec URL)."""
@@ -78,6 +106,16 @@ def open_store(location: str | Path, *, create: bool = False, write: bool = Fals
 
 def load_input(location: str | Path, session: str | None = None) -> Snapshot:
     """A Snapshot from a Snapshot file, a store folder or a store URL (+ ``session``)."""
+    if not is_url(location) and not Path(location).is_dir() and not in_store(Path(location)):
+        # a Snapshot file outside a store: what local.load_input does with it, without
+        # importing the store
+        from trajconv.snapshot import io as snapio
+        from trajconv.snapshot.fileload import load_streamed
+
+        streamed = load_streamed(Path(location))
+        if streamed is not None:
+            return streamed
+        return snapio.validate_document(snapio.read_document(Path(location)), str(location))
     from trajconv.store import local
 
     if is_url(location):
@@ -139,6 +177,7 @@ __all__ = [
     "export_store",
     "find_store",
     "import_store",
+    "in_store",
     "is_store",
     "is_url",
     "load_input",

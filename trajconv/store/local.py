@@ -58,14 +58,14 @@ from trajconv.snapshot.fileload import Checked, StoredCheck, load_streamed, veri
 from trajconv.snapshot.models import Artifact, Snapshot
 from trajconv.snapshot.spool import Blob
 from trajconv.staging import staged_folder
-from trajconv.store import MARKER, is_store
+from trajconv.store import MARKER, in_store, is_store
+from trajconv.store import SNAPSHOTS as SNAPSHOTS
 
 if sys.platform != "win32":
     import fcntl
 
 STORE_FORMAT = "trajconv.store/1"
 EXPORT_FORMAT = "trajconv.store-export/1"
-SNAPSHOTS = "snapshots"
 ARTIFACTS = "artifacts"
 INDEX = "index.sqlite"
 TMP = "tmp"
@@ -707,10 +707,7 @@ def load_ref(store: _Indexed, ref: str, where: object) -> Snapshot:
 
 def find_store(path: Path) -> Path | None:
     """The store holding ``path`` (a file under ``STORE/snapshots/``), if any."""
-    parent = Path(path).resolve().parent
-    if parent.name == SNAPSHOTS and is_store(parent.parent):
-        return parent.parent
-    return None
+    return Path(path).resolve().parent.parent if in_store(path) else None
 
 
 def load_input(path: Path, session: str | None = None) -> Snapshot:

@@ -61,12 +61,26 @@ class Frame:
     """Read it whole instead: a lone surrogate escape or a credential-looking member name."""
 
 
-def _lone(region: bytes) -> bool:
-    """Whether ``region`` may hold a surrogate escape that is not half of a pair."""
-    found = len(_SURROGATE.findall(region))
+def _lone(buf: bytes, end: int) -> bool:
+    """Whether ``buf[:end]`` may hold a surrogate escape that is not half of a pair (looked
+    at in place: a copy of each chunk counts against a streamed read's memory)."""
+    found = len(_SURROGATE.findall(buf, 0, end))
     if not found:
         return False
-    return _AFTER_BACKSLASH.search(region) is not None or found != 2 * len(_PAIR.findall(region))
+    if _AFTER_BACKSLASH.search(buf, 0, end) is not None:
+        return True
+    return found != 2 * len(_PAIR.findall(buf, 0, end))
+
+
+def _escape_tail(buf: bytes) -> int:
+    """Where the escape characters ``buf`` ends with start (``len(buf)`` after a run longer
+    than :data:`_HELD`, which is then judged as it is)."""
+    cut = len(buf)
+    while cut and buf[cut - 1] in _ESCAPE_BYTES:
+        cut -= 1
+        if len(buf) - cut > _HELD:
+            return len(buf)
+    return cut
 
 
 def _scan_bytes(copy: Path) -> tuple[str, bool]:
@@ -81,13 +95,15 @@ def _scan_bytes(copy: Path) -> tuple[str, bool]:
             h.update(chunk)
             if found:
                 continue
-            buf = held + chunk
-            cut = len(buf.rstrip(_ESCAPE_BYTES))
-            if len(buf) - cut > _HELD:  # a long run of hex digits: judge it as it is
-                cut = len(buf)
-            found = _lone(buf[:cut])
-            held = buf[cut:]
-    return h.hexdigest(), found or _lone(held)
+            found, held = _look(held + chunk if held else chunk)
+    return h.hexdigest(), found or _lone(held, len(held))
+
+
+def _look(buf: bytes) -> tuple[bool, bytes]:
+    """Whether ``buf`` up to its escape characters may hold a lone surrogate escape, and
+    those characters (a function, so ``buf`` is gone before the next chunk is read)."""
+    cut = _escape_tail(buf)
+    return _lone(buf, cut), buf[cut:]
 
 
 def _not_json(path: Path, exc: Exception) -> FormatError:
