@@ -90,19 +90,10 @@ class _NotTheLayout(Exception):
 def _member_orders() -> dict[str, tuple[str, ...]]:
     from trajconv.snapshot import models
 
-    kinds = (
-        models.UserRecord,
-        models.AssistantRecord,
-        models.ReasoningRecord,
-        models.ToolCallRecord,
-        models.ToolResultRecord,
-        models.SystemRecord,
-        models.ObservationRecord,
-    )
     # the members as the builder spools them: the hash is put in by the spool
     return {
-        k.model_fields["kind"].default: tuple(f for f in k.model_fields if f != "hash")
-        for k in kinds
+        kind: tuple(f for f in k.model_fields if f != "hash")
+        for kind, k in models.RECORD_MODELS.items()
     }
 
 

@@ -167,6 +167,19 @@ Record = Annotated[
     | ObservationRecord,
     Field(discriminator="kind"),
 ]
+RECORD_MODELS: dict[str, type[_Record]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (
+        UserRecord,
+        AssistantRecord,
+        ReasoningRecord,
+        ToolCallRecord,
+        ToolResultRecord,
+        SystemRecord,
+        ObservationRecord,
+    )
+}
+"""Each record kind's model: what ``Record``'s discriminator picks."""
 
 
 class Artifact(_Model):

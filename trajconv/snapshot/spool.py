@@ -190,16 +190,8 @@ _set = object.__setattr__
 def _load_models() -> None:
     from trajconv.snapshot import models
 
-    for cls in (
-        models.UserRecord,
-        models.AssistantRecord,
-        models.ReasoningRecord,
-        models.ToolCallRecord,
-        models.ToolResultRecord,
-        models.SystemRecord,
-        models.ObservationRecord,
-    ):
-        _KINDS[cls.model_fields["kind"].default] = (cls, frozenset(cls.model_fields))
+    for kind, cls in models.RECORD_MODELS.items():
+        _KINDS[kind] = (cls, frozenset(cls.model_fields))
     parts: tuple[tuple[str, type[Any]], ...] = (
         ("evidence", models.Evidence),
         ("call", models.ToolCall),
