@@ -158,22 +158,16 @@ _THEN_COLON = re.compile(rb"[ \t\r]*:")
 ``\n``), then the colon (issue 34: 20 spaces or a ``\r`` hid the name from a fixed window)."""
 _NAMES_KEPT = 4096
 """How many member names' verdicts a :class:`JsonlStripper` keeps (then it starts over)."""
-_ESCAPE = re.compile(rb"\\u|\xc4[\xb0\xb1]|\xc5\xbf|\xe2\x84\xaa")
-"""What makes a line unsure: a ``\\u`` escape, or one of the four letters that
-``is_secret_key``'s ``re.IGNORECASE`` folds to an ASCII one and ``bytes.lower`` does not
-(U+0130 and U+0131 to i, U+017F to s, U+212A to k, in UTF-8), so ``"api\u212aey"`` written
-raw is checked as a name too."""
+_ESCAPE = re.compile(rb"\\u")
 _IN_NAME = tuple(
-    re.compile(re.escape(word) + rb'(?=((?:[^"\\]|\\.){0,%d}+)"[ \t\r]*+:)' % (_NAME_REACH - 1))
+    re.compile(re.escape(word) + rb'(?=([^"]{0,%d}+)"[ \t\r]*+:)' % (_NAME_REACH - 1))
     for word in _LINE_WORDS
     if word != b"\\u"
 )
-"""Each word where a member name may hold it: the first unescaped quote after it lies
-within :data:`_NAME_REACH` characters and is followed by :data:`_THEN_COLON` (group 1 ends
-at that quote; a name holding ``\\"``, as in ``"api_key\\"x":``, holds a backslash, so
-its line is parsed). One search per word, in C: a journal has tens of thousands of hits in
-its texts (``"a token"``), which a Python loop over ``bytes.find`` paid for one by one
-(issue 38).
+"""Each word where a member name may hold it: the first quote after it lies within
+:data:`_NAME_REACH` bytes and is followed by :data:`_THEN_COLON` (group 1 ends at that
+quote). One search per word, in C: a journal has tens of thousands of hits in its texts
+(``"a token"``), which a Python loop over ``bytes.find`` paid for one by one (issue 38).
 A literal-first pattern is scanned fast by ``re``; ``bytes.find`` of ``\\u`` is not."""
 
 
