@@ -49,3 +49,19 @@ def test_the_earlier_runs_section_is_found_and_kept_by_a_startup_update(tmp_path
     assert "new start-up" in updated and "old start-up" not in updated
     assert updated.endswith("## Earlier runs\n\n| grok-100MB | 1.0 |\n")
     assert run.earlier_section(tmp_path / "missing.md") == []
+
+
+def test_trajconv_is_timed_as_the_script_beside_the_interpreter(tmp_path, monkeypatch):
+    """A version manager's shim found first on PATH is not what is timed: the floor runs as
+    ``sys.executable`` and trajconv as the console script of that same environment."""
+    run = _run_module()
+    shims, scripts = tmp_path / "shims", tmp_path / "bin"
+    for folder in (shims, scripts):
+        folder.mkdir()
+        (folder / "trajconv").write_text("#!/bin/sh\n")
+        (folder / "trajconv").chmod(0o755)
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.setattr(run.sysconfig, "get_path", lambda name: str(scripts))
+    assert run._trajconv() == str(scripts / "trajconv")
+    (scripts / "trajconv").unlink()  # an interpreter without it: what PATH finds
+    assert run._trajconv() == str(shims / "trajconv")
