@@ -27,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,7 @@ from trajconv.snapshot.models import (
     ToolResultRecord,
     UserRecord,
 )
-from trajconv.snapshot.spool import Blob, Spool
+from trajconv.snapshot.spool import Blob, RecordLog, Spool
 
 Obj = dict[str, Any]
 
@@ -568,28 +569,45 @@ def _emit(
     """Emit each turn as the lowering hands it on; the session's start and the clock after.
 
     Records without a time take the nearest earlier one, the first ones the session's start;
-    when the Snapshot has none, that is the first record time, so turns wait (in memory) until
-    the pass meets one, or ends: then 0.
+    when the Snapshot has none, that is the first record time (0 when no record has one).
+    When the first turn is handed on before the pass met a time, the records are searched
+    for it first (:func:`_first_time`), so no turn waits in memory for it.
     """
     created = _ms(snapshot.session.created_at)
     clock: _Clock | None = None
-    waiting: list[_Turn] = []
     for turn in lowering.turns(snapshot.records):
-        waiting.append(turn)
-        start = created if created is not None else lowering.first
-        if start is None:
-            continue
         if clock is None:
+            start = created if created is not None else lowering.first
+            if start is None:
+                start = _first_time(snapshot.records) or 0
             clock = _Clock(start, diags)
-        for ready in waiting:
-            out.turn(ready, clock, diags)
-        waiting.clear()
+        out.turn(turn, clock, diags)
     start = created if created is not None else (lowering.first or 0)
-    if clock is None:
-        clock = _Clock(start, diags)
-    for ready in waiting:
-        out.turn(ready, clock, diags)
-    return start, clock
+    return start, clock or _Clock(start, diags)
+
+
+#: a record's own ``time`` holding a time, as a records array holds it (``OPT_INDENT_2`` one
+#: level deep: a record's members are indented six spaces, deeper members more, and a JSON
+#: string holds no raw newline); a Snapshot time is 24 characters, none of them a quote
+_RECORD_TIME = re.compile(rb'\n      "time": "([^"\\]{1,64})"')
+#: bytes kept from one piece of the array for the next: more than a match can span
+_TIME_SPAN = 96
+
+
+def _first_time(records: Sequence[Record]) -> int | None:
+    """The first record time (epoch ms) of ``records``, ``None`` when none has one: from
+    the text of a spooled records array, searched in slices without parsing a record, or
+    from each record in memory."""
+    if not isinstance(records, RecordLog):
+        return next((ms for rec in records if (ms := _ms(rec.time)) is not None), None)
+    tail = b""
+    for piece in records.array_pieces():
+        data = tail + piece
+        found = _RECORD_TIME.search(data)
+        if found is not None:
+            return _ms(found[1].decode())
+        tail = data[-_TIME_SPAN:]
+    return None
 
 
 def _schema(value: int | str | None) -> int:
