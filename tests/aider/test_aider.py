@@ -238,6 +238,47 @@ def test_the_quick_cut_of_runs_is_the_line_by_line_cut(lines: list[str], newline
     assert list(reader._runs(text, Limits(), Path("h"))) == quick
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from((*_PIECES, "a\rb", "x\r", "\u2028y")), max_size=40),
+    st.booleans(),
+    st.lists(st.booleans(), max_size=40),
+    st.sampled_from((256 * 1024**2, 120)),
+)
+def test_runs_cut_piece_by_piece_are_the_runs_of_the_whole(
+    lines: list[str], newline: bool, cuts: list[bool], max_line: int
+) -> None:
+    """A history read a piece of whole lines at a time is cut as the whole text is, a run
+    going on in the next piece included (each piece may take the quick cut or not)."""
+    text = "\n".join(lines) + ("\n" if newline and lines else "")
+    pieces, start = [], 0
+    for i, cut in zip([i for i, c in enumerate(text) if c == "\n"], cuts, strict=False):
+        if cut:
+            pieces.append(text[start : i + 1])
+            start = i + 1
+    pieces.append(text[start:])
+    whole = list(reader._line_runs(text, Limits(), Path("h")))
+    assert list(reader._text_runs(pieces, Limits(max_line_bytes=max_line), Path("h"))) == whole
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 100])
+@pytest.mark.parametrize(
+    "tail",
+    [b"", b"caf\xe9 \xe2\x82\n\xf0\x9f\x98\x80\r\n> x  \r\n", "\ufffd \u2028 ok\n".encode()],
+)
+def test_a_history_read_in_small_chunks_is_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, tail: bytes
+) -> None:
+    """Chunks cut lines and UTF-8 sequences anywhere: the Snapshot is the same."""
+    history = tmp_path / layout.HISTORY
+    history.write_bytes(EDITS.read_bytes() + tail)
+    want = trajconv.read("aider", history)
+    monkeypatch.setattr(reader, "CHUNK", chunk)
+    got = trajconv.read("aider", history)
+    assert got.id == want.id and list(got.records) == list(want.records)
+    assert got.diagnostics == want.diagnostics
+
+
 def test_a_history_with_other_line_breaks_is_cut_line_by_line(tmp_path: Path) -> None:
     """``\\r\\n`` (and the other breaks ``splitlines`` knows) take the line-by-line cut."""
     text = "#### hi  \r\n\r\nthe answer\r\n> Tokens: 1  \r\n"

@@ -12,7 +12,7 @@ no time, and an edit block stays in the answer's text as the model wrote it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from trajconv.codecs.aider import layout
@@ -21,6 +21,7 @@ from trajconv.codecs.jsonl import Utf8Tally
 from trajconv.errors import FormatError
 from trajconv.snapshot.builder import SnapshotBuilder, evidence
 from trajconv.snapshot.models import Session, Snapshot, Source
+from trajconv.snapshot.spool import CHUNK
 
 READER = "aider/1"
 _MODEL = re.compile(r"^(?:Main model|Model): (\S+)")
@@ -61,24 +62,29 @@ _MARKED = re.compile(
 _MARKS = ("#", ">")
 
 
-def _runs(text: str, limits: Limits, file: Path) -> Iterator[Run]:
-    """``text`` cut into runs as Aider cuts it: a run of lines of one kind (a header alone).
+def _runs(text: str, limits: Limits, file: Path, first: int = 1) -> Iterator[Run]:
+    """``text`` cut into runs as Aider cuts it: a run of lines of one kind (a header alone);
+    ``first``: the number of its first line.
 
     Most lines are the model's text; when ``\n`` is the only line break and no line can be
     over ``max_line_bytes`` (4 UTF-8 bytes a character at most), only the ``#`` and ``>``
     lines are looked at (:func:`_marked_runs`). The runs are the same either way
     (``tests/aider``), made one at a time."""
     if len(text) * 4 <= limits.max_line_bytes and _OTHER_BREAKS.search(text) is None:
-        return _marked_runs(text)
-    return _line_runs(text, limits, file)
+        return _marked_runs(text, first)
+    return _line_runs(text, limits, file, first)
 
 
-def _line_runs(text: str, limits: Limits, file: Path) -> Iterator[Run]:
+def _line_runs(text: str, limits: Limits, file: Path, first: int = 1) -> Iterator[Run]:
+    return _runs_of_lines(text.splitlines(), limits, file, first)
+
+
+def _runs_of_lines(lines: list[str], limits: Limits, file: Path, first: int) -> Iterator[Run]:
     max_line = limits.max_line_bytes
     block: list[str] = []
     last = ""
-    first = 0
-    for number, line in enumerate(text.splitlines(), 1):
+    start = 0
+    for number, line in enumerate(lines, first):
         # a character is at most 4 UTF-8 bytes: only a line that may be too long is encoded
         if len(line) * 4 > max_line:
             limits.check("max_line_bytes", len(line.encode("utf-8", "replace")), file, number)
@@ -89,10 +95,10 @@ def _line_runs(text: str, limits: Limits, file: Path) -> Iterator[Run]:
             block.append(line)
             continue
         if last:
-            yield last, first, "\n".join(block) if last == "text" else block
-        block, last, first = [line], kind, number
+            yield last, start, "\n".join(block) if last == "text" else block
+        block, last, start = [line], kind, number
     if last:
-        yield last, first, "\n".join(block) if last == "text" else block
+        yield last, start, "\n".join(block) if last == "text" else block
 
 
 def _marked(text: str) -> Iterator[tuple[int, int, str]]:
@@ -109,14 +115,14 @@ def _marked(text: str) -> Iterator[tuple[int, int, str]]:
         yield start + 1, stop, "text" if kind == "heading" else kind
 
 
-def _marked_runs(text: str) -> Iterator[Run]:
+def _marked_runs(text: str, first: int = 1) -> Iterator[Run]:
     """:func:`_line_runs` of a text whose only line break is ``\n``, finding its ``#`` and
     ``>`` lines by a search: a text run is then a slice of ``text``."""
     pending: tuple[str, int, list[str]] | None = None  # the open run of marked lines
     opened = -1  # where the open text run starts (-1: none is open)
     opened_at = 0  # its first line's number
     pos = 0  # where the first line not yet placed starts
-    number = 1  # its line number
+    number = first  # its line number
     count = text.count
     for start, stop, kind in _marked(text):
         if start > pos or kind == "text":  # a text line (before this one, or this one)
@@ -149,6 +155,89 @@ def _marked_runs(text: str) -> Iterator[Run]:
         yield pending
 
 
+def _text_runs(pieces: Iterable[str], limits: Limits, file: Path) -> Iterator[Run]:
+    """:func:`_runs` of the text ``pieces`` make, each piece whole lines (all but the last
+    ending with a line break): each piece is cut on its own and a run going on in the next
+    piece is joined with its rest, so no more than a piece and a run are held."""
+    held: Run | None = None
+    parts: list[str] = []  # the held text run's pieces
+    first = 1
+    for piece in pieces:
+        if len(piece) * 4 <= limits.max_line_bytes and _OTHER_BREAKS.search(piece) is None:
+            runs = _marked_runs(piece, first)
+            first += piece.count("\n")
+        else:
+            lines = piece.splitlines()
+            runs = _runs_of_lines(lines, limits, file, first)
+            first += len(lines)
+        for run in runs:
+            kind, _number, block = run
+            if held is not None:
+                if kind == held[0] and kind != "header":  # only across two pieces
+                    if isinstance(block, str):
+                        parts.append(block)
+                    else:
+                        assert isinstance(held[2], list)
+                        held[2].extend(block)
+                    continue
+                yield (held[0], held[1], "\n".join(parts)) if parts else held
+            held = run
+            parts = [block] if isinstance(block, str) else []
+    if held is not None:
+        yield (held[0], held[1], "\n".join(parts)) if parts else held
+
+
+class _Copy:
+    """What the copy of a history holds, told while it is copied: a NUL byte, and the UTF-8
+    bytes of U+FFFD written as they are (the replacement character in the file itself)."""
+
+    def __init__(self) -> None:
+        self.nul = False
+        self.replacement = False
+        self._tail = b""
+
+    def watch(self, chunk: bytes) -> None:
+        if not self.nul and b"\x00" in chunk:
+            self.nul = True
+        if not self.replacement and (
+            b"\xef\xbf\xbd" in chunk or b"\xef\xbf\xbd" in self._tail + chunk[:2]
+        ):
+            self.replacement = True
+        self._tail = chunk[-2:]
+
+
+def _pieces(copy: Path, utf8: Utf8Tally) -> Iterator[str]:
+    """The text of ``copy`` in pieces of whole lines (about a chunk each), decoded as
+    decoding it whole decodes it (a piece ends after a ``\n``, which is never inside a
+    UTF-8 sequence); ``utf8`` learns whether every byte was UTF-8."""
+
+    def text(data: bytes | memoryview) -> str:
+        try:
+            return str(data, "utf-8")
+        except UnicodeDecodeError:
+            utf8.ok = False
+            return str(data, "utf-8", "replace")
+
+    held: list[bytes] = []  # a line longer than the chunks read so far
+    with copy.open("rb", buffering=0) as fh:
+        while chunk := fh.read(CHUNK):
+            cut = chunk.rfind(b"\n") + 1
+            if not cut:
+                held.append(chunk)
+                continue
+            if held:
+                held.append(chunk[:cut])
+                yield text(b"".join(held))
+                held.clear()
+            else:
+                yield text(memoryview(chunk)[:cut])
+            if cut < len(chunk):
+                held.append(chunk[cut:])
+    if held:
+        yield text(b"".join(held))
+    utf8.complete = True
+
+
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     file = layout.resolve(path, session)
@@ -166,6 +255,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         READER,
     )
     utf8 = Utf8Tally()  # the decoding below tells the builder, which need not decode again
+    seen = _Copy()
     blob = b.add_artifact_file(
         layout.HISTORY,
         "text/markdown",
@@ -173,25 +263,16 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         limits.max_session_bytes,
         "max_session_bytes",
         utf8=utf8.verdict,
+        watch=seen.watch,
     )
     copy = blob.whole_file
     assert copy is not None
-    raw = copy.read_bytes()
-    if b"\x00" in raw:
+    if seen.nul:
         raise FormatError(file, "not an Aider history: it holds NUL bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("utf-8", "replace")
-        utf8.ok = False
-    utf8.complete = True
-    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
-        b.diagnostics.add("replaced-bytes", layout.HISTORY)
-    del raw
     model: str | None = None
     version: str | None = None
     turn = -1
-    for kind, number, block in _runs(text, limits, file):
+    for kind, number, block in _text_runs(_pieces(copy, utf8), limits, file):
         ev = evidence(layout.HISTORY, line=number, native=kind)
         if kind == "header":
             b.diagnostics.add("lifecycle-dropped", f"{layout.HISTORY}:{number}", name="run-start")
@@ -230,6 +311,8 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 evidence=ev,
                 model=model,
             )
+    if not utf8.ok and not seen.replacement:
+        b.diagnostics.add("replaced-bytes", layout.HISTORY)
     if derived:
         b.diagnostics.add("ids-derived", "session id from the history's first line")
     if b.record_count == 0:
