@@ -49,7 +49,7 @@ from trajconv.snapshot.models import (
     ToolResultRecord,
     UserRecord,
 )
-from trajconv.snapshot.spool import Blob, RecordLog, Spool
+from trajconv.snapshot.spool import CHUNK, Blob, RecordLog, Spool
 
 Obj = dict[str, Any]
 
@@ -254,7 +254,7 @@ class _SpoolFile:
     def __init__(self, spool: Spool, stem: str) -> None:
         self._spool = spool
         self.path = spool.new_file(stem)
-        self._fh = self.path.open("wb")
+        self._fh = self.path.open("wb", buffering=CHUNK)  # one write call a MiB
         self.size = 0
 
     def write(self, data: bytes) -> int:
