@@ -41,13 +41,8 @@ from trajconv.codecs.fx import layout, native
 from trajconv.errors import RefusedError, UsageError
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import (
-    AssistantRecord,
     Record,
     Snapshot,
-    SystemRecord,
-    ToolCallRecord,
-    ToolResultRecord,
-    UserRecord,
 )
 from trajconv.snapshot.spool import CHUNK, Blob, RecordLog, Spool
 
@@ -86,25 +81,40 @@ def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
 # --------------------------------------------------------------------------- lower
 
 
+Rec = dict[str, Any]
+"""A record as the JSON object a Snapshot holds (:func:`_dicts`): the writer reads a few
+members of each, which costs less than making its models."""
+
+
+def _dicts(records: Sequence[Record]) -> Iterator[Rec]:
+    """Each record as a :data:`Rec`: a spooled record's parsed text (every member there, as
+    the spool checked it), or a model's dump."""
+    if isinstance(records, RecordLog):
+        return records.dicts()
+    return (rec.model_dump() for rec in records)
+
+
 @dataclass
 class _Turn:
-    user: UserRecord
-    items: list[Record] = field(default_factory=list)
+    user: Rec
+    items: list[Rec] = field(default_factory=list)
     interrupted: str | None = None
-    partial: AssistantRecord | None = None
-    interruption: SystemRecord | None = None
+    partial: Rec | None = None
+    interruption: Rec | None = None
 
 
-def _is_interruption(rec: Record) -> bool:
-    return (
-        isinstance(rec, SystemRecord)
-        and rec.evidence.native == "interrupted"
-        and rec.text.startswith(native.INTERRUPT_PREFIX)
+def _is_interruption(rec: Rec) -> bool:
+    return bool(
+        rec["kind"] == "system"
+        and rec["evidence"]["native"] == "interrupted"
+        and rec["text"].startswith(native.INTERRUPT_PREFIX)
     )
 
 
-def _is_partial(rec: Record) -> bool:
-    return rec.kind == "assistant" and rec.evidence.native == "interrupted.partial_text"
+def _is_partial(rec: Rec) -> bool:
+    return bool(
+        rec["kind"] == "assistant" and rec["evidence"]["native"] == "interrupted.partial_text"
+    )
 
 
 class _Lowering:
@@ -120,20 +130,21 @@ class _Lowering:
         self.first: int | None = None
         self.last: int | None = None
 
-    def turns(self, records: Iterable[Record]) -> Iterator[_Turn]:
+    def turns(self, records: Iterable[Rec]) -> Iterator[_Turn]:
         cur: _Turn | None = None
         for rec in records:
-            ms = _ms(rec.time)
+            ms = _ms(rec["time"])
             if ms is not None:
                 if self.first is None:
                     self.first = ms
                 self.last = ms
-            if rec.kind == "user":
+            kind = rec["kind"]
+            if kind == "user":
                 same = (
                     cur is not None
                     and cur.interrupted is None
-                    and rec.turn is not None
-                    and rec.turn == cur.user.turn
+                    and rec["turn"] is not None
+                    and rec["turn"] == cur.user["turn"]
                 )
                 if same and cur is not None:
                     cur.items.append(rec)  # guidance typed into the running turn: steering
@@ -143,24 +154,24 @@ class _Lowering:
                     yield cur
                 cur = _Turn(rec)
                 continue
-            if rec.kind in ("reasoning", "system", "observation") and not _is_interruption(rec):
-                self.diags.add(f"untranslated-{rec.kind}", rec.id)
+            if kind in ("reasoning", "system", "observation") and not _is_interruption(rec):
+                self.diags.add(f"untranslated-{kind}", rec["id"])
                 continue
             if cur is None:
                 # an acknowledgement after a compaction summary, say: no fx turn can hold it
                 _lossy(
                     self.allow_lossy,
-                    rec.id,
+                    rec["id"],
                     "placed before any user message (every fx turn starts with one)",
                 )
-                self.diags.add(_LEADING_CODES.get(rec.kind, "untranslated-assistant"), rec.id)
+                self.diags.add(_LEADING_CODES.get(kind, "untranslated-assistant"), rec["id"])
                 continue
-            if isinstance(rec, SystemRecord) and _is_interruption(rec):
-                cur.interrupted = rec.text[len(native.INTERRUPT_PREFIX) :]
+            if _is_interruption(rec):
+                cur.interrupted = rec["text"][len(native.INTERRUPT_PREFIX) :]
                 cur.interruption = rec
                 if cur.interrupted not in native.INTERRUPT_REASONS:
                     cur.interrupted = "cancelled"
-            elif _is_partial(rec) and isinstance(rec, AssistantRecord):
+            elif _is_partial(rec):
                 cur.partial = rec
             else:
                 cur.items.append(rec)
@@ -172,31 +183,33 @@ class _Lowering:
         """Calls and results pair inside a turn (the codec README); an interrupted turn may keep
         its in-flight calls, any other unanswered call or unmatched result is refused or left
         out, and so is the end of an unfinished ``last`` turn."""
-        calls: dict[str, ToolCallRecord] = {}
+        calls: dict[str, Rec] = {}
         answered: set[str] = set()
-        keep: list[Record] = []
+        keep: list[Rec] = []
         for rec in turn.items:
-            if isinstance(rec, ToolCallRecord):
-                calls[rec.call.id] = rec
-            elif isinstance(rec, ToolResultRecord):
-                if rec.result.call_id not in calls or rec.result.call_id in answered:
-                    _lossy(self.allow_lossy, rec.id, "a tool result without its call in this turn")
-                    self.diags.add("untranslated-orphan-result", rec.id)
+            if rec["kind"] == "tool-call":
+                calls[rec["call"]["id"]] = rec
+            elif rec["kind"] == "tool-result":
+                if rec["result"]["call_id"] not in calls or rec["result"]["call_id"] in answered:
+                    _lossy(
+                        self.allow_lossy, rec["id"], "a tool result without its call in this turn"
+                    )
+                    self.diags.add("untranslated-orphan-result", rec["id"])
                     continue
-                answered.add(rec.result.call_id)
+                answered.add(rec["result"]["call_id"])
             keep.append(rec)
         turn.items = keep
         if turn.interrupted is None:
-            pending = [c.id for cid, c in calls.items() if cid not in answered]
+            pending = [c["id"] for cid, c in calls.items() if cid not in answered]
             for rid in pending:
                 _lossy(self.allow_lossy, rid, "a tool call without its result")
                 self.diags.add("untranslated-pending-call", rid)
-            turn.items = [r for r in turn.items if r.id not in pending]
-            end = next((r for r in reversed(turn.items) if r.kind != "user"), None)
-            if last and not isinstance(end, AssistantRecord):
+            turn.items = [r for r in turn.items if r["id"] not in pending]
+            end = next((r for r in reversed(turn.items) if r["kind"] != "user"), None)
+            if last and (end is None or end["kind"] != "assistant"):
                 _lossy(
                     self.allow_lossy,
-                    (end or turn.user).id,
+                    (turn.user if end is None else end)["id"],
                     "the end of an unfinished last turn (no final assistant answer)",
                 )
 
@@ -224,28 +237,28 @@ class _Clock:
         self.last = start
         self.diags = diags
 
-    def at(self, rec: Record) -> int:
-        ms = _ms(rec.time)
+    def at(self, rec: Rec) -> int:
+        ms = _ms(rec["time"])
         if ms is not None:
             self.last = ms
             return ms
-        self.diags.add("timestamps-synthesized", rec.id)
+        self.diags.add("timestamps-synthesized", rec["id"])
         return self.last if self.last is not None else 0
 
 
-def _arguments(rec: ToolCallRecord) -> tuple[str, str]:
+def _arguments(rec: Rec) -> tuple[str, str]:
     """``arguments_json`` text and its ``argument_integrity``."""
-    args = rec.call.arguments
+    args = rec["call"]["arguments"]
     if isinstance(args, dict) and set(args) == {"_raw"} and isinstance(args["_raw"], str):
         return (args["_raw"] or "{}"), "malformed_json"
     # the stdlib encoder: arguments may hold floats, which orjson writes differently (1e-05)
     return _JSON.encode(args), ("valid" if isinstance(args, dict) else "non_object_json")
 
 
-def _status(rec: ToolResultRecord, diags: Diagnostics) -> str:
-    if rec.result.ok is None:
-        diags.add("tool-status-assumed", rec.id)
-    return "failure" if rec.result.ok is False else "success"
+def _status(rec: Rec, diags: Diagnostics) -> str:
+    if rec["result"]["ok"] is None:
+        diags.add("tool-status-assumed", rec["id"])
+    return "failure" if rec["result"]["ok"] is False else "success"
 
 
 class _SpoolFile:
@@ -278,27 +291,27 @@ class _SpoolFile:
 @dataclass
 class _Step:
     text: str | None = None
-    calls: list[ToolCallRecord] = field(default_factory=list)
-    results: list[ToolResultRecord] = field(default_factory=list)
+    calls: list[Rec] = field(default_factory=list)
+    results: list[Rec] = field(default_factory=list)
 
 
 def _steps(turn: _Turn, diags: Diagnostics) -> list[_Step]:
     steps: list[_Step] = []
     cur: _Step | None = None
     for rec in turn.items:
-        if isinstance(rec, UserRecord):
-            diags.add("untranslated-steering", rec.id)
-        elif isinstance(rec, AssistantRecord):
+        if rec["kind"] == "user":
+            diags.add("untranslated-steering", rec["id"])
+        elif rec["kind"] == "assistant":
             if cur is not None:
                 steps.append(cur)
-            cur = _Step(text=rec.text)
-        elif isinstance(rec, ToolCallRecord):
+            cur = _Step(text=rec["text"])
+        elif rec["kind"] == "tool-call":
             if cur is None or cur.results:
                 if cur is not None:
                     steps.append(cur)
                 cur = _Step()
             cur.calls.append(rec)
-        elif isinstance(rec, ToolResultRecord):
+        elif rec["kind"] == "tool-result":
             if cur is None:
                 cur = _Step()
             cur.results.append(rec)
@@ -307,28 +320,28 @@ def _steps(turn: _Turn, diags: Diagnostics) -> list[_Step]:
     return steps
 
 
-def _legacy_call(rec: ToolCallRecord) -> Obj:
+def _legacy_call(rec: Rec) -> Obj:
     args, _integrity = _arguments(rec)
     return {
-        "id": rec.call.id,
-        "name": rec.call.name,
+        "id": rec["call"]["id"],
+        "name": rec["call"]["name"],
         "arguments_json": args,
         "provider_result": None,
     }
 
 
-def _legacy_result(rec: ToolResultRecord, name: str, ms: int, diags: Diagnostics) -> Obj:
-    size = len(rec.result.output.encode("utf-8"))
-    if rec.result.exit_code is not None:
-        diags.add("untranslated-exit-code", rec.id)
+def _legacy_result(rec: Rec, name: str, ms: int, diags: Diagnostics) -> Obj:
+    size = len(rec["result"]["output"].encode("utf-8"))
+    if rec["result"].get("exit_code") is not None:
+        diags.add("untranslated-exit-code", rec["id"])
     return {
-        "tool_call_id": rec.result.call_id,
+        "tool_call_id": rec["result"]["call_id"],
         "tool_name": name,
         "status": _status(rec, diags),
-        "output": rec.result.output,
+        "output": rec["result"]["output"],
         "output_bytes": size,
         "stored_output_bytes": size,
-        "truncated": rec.result.truncated,
+        "truncated": rec["result"].get("truncated", False),
         "provider_native": False,
         "created_at_ms": ms,
         "permission_feedback": [],
@@ -337,22 +350,22 @@ def _legacy_result(rec: ToolResultRecord, name: str, ms: int, diags: Diagnostics
 
 def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list[str]) -> Obj:
     """One ``history`` entry; the ids of in-flight calls it has no room for go to ``extra``."""
-    names = {r.call.id: r.call.name for r in turn.items if isinstance(r, ToolCallRecord)}
+    names = {r["call"]["id"]: r["call"]["name"] for r in turn.items if r["kind"] == "tool-call"}
     result_ms: dict[str, int] = {}
     for rec in [turn.user, *turn.items]:
         # only results carry a time in the legacy layout (created_at_ms)
-        if isinstance(rec, ToolResultRecord):
-            result_ms[rec.id] = clock.at(rec)
-        elif rec.time is not None:
-            diags.add("untranslated-time", rec.id)
-            clock.last = _ms(rec.time)
-        if isinstance(rec, AssistantRecord) and rec.model:
-            diags.add("untranslated-model", rec.id)  # a legacy history holds no model
+        if rec["kind"] == "tool-result":
+            result_ms[rec["id"]] = clock.at(rec)
+        elif rec["time"] is not None:
+            diags.add("untranslated-time", rec["id"])
+            clock.last = _ms(rec["time"])
+        if rec["kind"] == "assistant" and rec.get("model"):
+            diags.add("untranslated-model", rec["id"])  # a legacy history holds no model
     for held in (turn.interruption, turn.partial):  # held as an interrupted turn, untimed
-        if held is not None and held.time is not None:
-            diags.add("untranslated-time", held.id)
-        if isinstance(held, AssistantRecord) and held.model:
-            diags.add("untranslated-model", held.id)
+        if held is not None and held["time"] is not None:
+            diags.add("untranslated-time", held["id"])
+        if held is not None and held["kind"] == "assistant" and held.get("model"):
+            diags.add("untranslated-model", held["id"])
     steps = _steps(turn, diags)
     final: str | None = None
     if (
@@ -362,16 +375,16 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list
         and not (steps[-1].calls or steps[-1].results)
     ):
         final = steps.pop().text
-    in_flight: ToolCallRecord | None = None
+    in_flight: Rec | None = None
     if turn.interrupted is not None:
-        answered = {r.result.call_id for s in steps for r in s.results}
+        answered = {r["result"]["call_id"] for s in steps for r in s.results}
         for step in reversed(steps):
-            open_calls = [c for c in step.calls if c.call.id not in answered]
+            open_calls = [c for c in step.calls if c["call"]["id"] not in answered]
             if open_calls:
                 # the legacy interrupted turn holds one in-flight call
                 in_flight = open_calls[-1]
-                extra.extend(c.id for c in open_calls[:-1])
-                step.calls = [c for c in step.calls if c.call.id in answered]
+                extra.extend(c["id"] for c in open_calls[:-1])
+                step.calls = [c for c in step.calls if c["call"]["id"] in answered]
                 break
     execution = {
         "schema_version": 2,
@@ -380,7 +393,9 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list
                 "assistant": s.text,
                 "tool_calls": [_legacy_call(c) for c in s.calls],
                 "tool_results": [
-                    _legacy_result(r, names.get(r.result.call_id, ""), result_ms[r.id], diags)
+                    _legacy_result(
+                        r, names.get(r["result"]["call_id"], ""), result_ms[r["id"]], diags
+                    )
                     for r in s.results
                 ],
             }
@@ -388,15 +403,15 @@ def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list
         ],
         "files": [],
     }
-    user = {"text": turn.user.text, "images": []}
+    user = {"text": turn.user["text"], "images": []}
     if turn.interrupted is not None:
         out: Obj = {
             "kind": "interrupted",
             "user": user,
-            "assistant": turn.partial.text if turn.partial is not None else None,
+            "assistant": turn.partial["text"] if turn.partial is not None else None,
             "tool_call": _legacy_call(in_flight) if in_flight is not None else None,
             "completed_tool_names": [
-                names.get(r.result.call_id, "") for s in steps for r in s.results
+                names.get(r["result"]["call_id"], "") for s in steps for r in s.results
             ],
             "terminal_reason": turn.interrupted,
         }
@@ -462,37 +477,39 @@ class _Frames:
 
 def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics) -> None:
     frames.add(
-        clock.at(turn.user), native.USER, {"text": turn.user.text, "images": [], "work_id": None}
+        clock.at(turn.user), native.USER, {"text": turn.user["text"], "images": [], "work_id": None}
     )
     names: dict[str, str] = {}
     items = turn.items
     for i, rec in enumerate(items):
         ms = clock.at(rec)
-        if isinstance(rec, UserRecord):
-            frames.add(ms, native.STEERING, {"text": rec.text})
-        elif isinstance(rec, AssistantRecord):
+        if rec["kind"] == "user":
+            frames.add(ms, native.STEERING, {"text": rec["text"]})
+        elif rec["kind"] == "assistant":
             nxt = items[i + 1] if i + 1 < len(items) else None
-            if rec.model:  # its slot, provider_replay, also needs the provider's replay parts
-                diags.add("untranslated-model", rec.id)
+            if rec.get(
+                "model"
+            ):  # its slot, provider_replay, also needs the provider's replay parts
+                diags.add("untranslated-model", rec["id"])
             frames.add(
                 ms,
                 native.ASSISTANT,
                 {
-                    "text": rec.text,
+                    "text": rec["text"],
                     "provider_replay": None,
                     # a text-only step that the model followed with another step
-                    "standalone_response": isinstance(nxt, AssistantRecord),
+                    "standalone_response": nxt is not None and nxt["kind"] == "assistant",
                 },
             )
-        elif isinstance(rec, ToolCallRecord):
+        elif rec["kind"] == "tool-call":
             args, integrity = _arguments(rec)
-            names[rec.call.id] = rec.call.name
+            names[rec["call"]["id"]] = rec["call"]["name"]
             frames.add(
                 ms,
                 native.TOOL_CALL,
                 {
-                    "call_id": rec.call.id,
-                    "tool_name": rec.call.name,
+                    "call_id": rec["call"]["id"],
+                    "tool_name": rec["call"]["name"],
                     "arguments_json": args,
                     "argument_integrity": integrity,
                     "provisional_id": None,
@@ -501,24 +518,26 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
                     "provenance": "fx_local",
                 },
             )
-        elif isinstance(rec, ToolResultRecord):
-            name = names[rec.result.call_id]
-            data = rec.result.output.encode("utf-8")
-            ref = native.result_ref(name, rec.result.call_id, data)
+        elif rec["kind"] == "tool-result":
+            name = names[rec["result"]["call_id"]]
+            data = rec["result"]["output"].encode("utf-8")
+            ref = native.result_ref(name, rec["result"]["call_id"], data)
             frames.body(ref, data)
-            exit_code = rec.result.exit_code
+            exit_code = rec["result"].get("exit_code")
             frames.add(
                 ms,
                 native.TOOL_RESULT,
                 {
-                    "call_id": rec.result.call_id,
+                    "call_id": rec["result"]["call_id"],
                     "tool_name": name,
                     "status": _status(rec, diags),
                     "artifact_ref": ref,
                     "tool_image_handle": None,
                     "output_bytes": len(data),
                     "stored_bytes": len(data),
-                    "completeness": "partial" if rec.result.truncated else "complete",
+                    "completeness": "partial"
+                    if rec["result"].get("truncated", False)
+                    else "complete",
                     "preview": native.preview(data),
                     "provider_native": False,
                     "created_at_ms": ms,
@@ -537,18 +556,18 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
         at = clock.at(turn.interruption)
         partial = turn.partial
         if partial is not None:  # its text is held in the interrupted frame, at that time
-            if partial.model:
-                diags.add("untranslated-model", partial.id)
-            if partial.time is None:
-                diags.add("timestamps-synthesized", partial.id)
-            elif _ms(partial.time) != at:
-                diags.add("untranslated-time", partial.id)
+            if partial.get("model"):
+                diags.add("untranslated-model", partial["id"])
+            if partial["time"] is None:
+                diags.add("timestamps-synthesized", partial["id"])
+            elif _ms(partial["time"]) != at:
+                diags.add("untranslated-time", partial["id"])
         frames.add(
             at,
             native.INTERRUPTED,
             {
                 "reason": turn.interrupted,
-                "partial_text": turn.partial.text if turn.partial is not None else None,
+                "partial_text": turn.partial["text"] if turn.partial is not None else None,
                 "command_replay_ref": None,
                 "command_replay_bytes": None,
                 "command_artifact_ref": None,
@@ -575,7 +594,7 @@ def _emit(
     """
     created = _ms(snapshot.session.created_at)
     clock: _Clock | None = None
-    for turn in lowering.turns(snapshot.records):
+    for turn in lowering.turns(_dicts(snapshot.records)):
         if clock is None:
             start = created if created is not None else lowering.first
             if start is None:
