@@ -188,22 +188,29 @@ def _text_runs(pieces: Iterable[str], limits: Limits, file: Path) -> Iterator[Ru
 
 
 class _Copy:
-    """What the copy of a history holds, told while it is copied: a NUL byte, and the UTF-8
-    bytes of U+FFFD written as they are (the replacement character in the file itself)."""
+    """Whether the history holds a NUL byte, told while it is copied."""
 
     def __init__(self) -> None:
         self.nul = False
-        self.replacement = False
-        self._tail = b""
 
     def watch(self, chunk: bytes) -> None:
         if not self.nul and b"\x00" in chunk:
             self.nul = True
-        if not self.replacement and (
-            b"\xef\xbf\xbd" in chunk or b"\xef\xbf\xbd" in self._tail + chunk[:2]
-        ):
-            self.replacement = True
-        self._tail = chunk[-2:]
+
+
+_REPLACEMENT = "\ufffd".encode()
+
+
+def _holds_replacement(copy: Path) -> bool:
+    """Whether ``copy`` holds the UTF-8 bytes of U+FFFD as they are (the replacement
+    character in the file itself); read again only for a history that is not UTF-8."""
+    tail = b""
+    with copy.open("rb", buffering=0) as fh:
+        while chunk := fh.read(CHUNK):
+            if _REPLACEMENT in tail + chunk[:2] or _REPLACEMENT in chunk:
+                return True
+            tail = chunk[-2:]
+    return False
 
 
 def _pieces(copy: Path, utf8: Utf8Tally) -> Iterator[str]:
@@ -311,7 +318,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
                 evidence=ev,
                 model=model,
             )
-    if not utf8.ok and not seen.replacement:
+    if not utf8.ok and not _holds_replacement(copy):
         b.diagnostics.add("replaced-bytes", layout.HISTORY)
     if derived:
         b.diagnostics.add("ids-derived", "session id from the history's first line")
