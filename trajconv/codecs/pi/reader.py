@@ -105,18 +105,22 @@ class _Scan:
     def line(self, number: int, obj: dict[str, Any]) -> None:
         if obj.get("type") not in ENTRY_TYPES or not isinstance(obj.get("id"), str):
             return
+        if obj["id"] not in self.line_of:
+            self.add(number, obj)
+
+    def add(self, number: int, obj: dict[str, Any]) -> str | None:
+        """Join the entry ``obj`` (a new id, of a type in ENTRY_TYPES) to the tree; its time."""
         eid = obj["id"]
-        if eid in self.line_of:
-            return
         parent = obj.get("parentId")
         self.parent[eid] = parent if isinstance(parent, str) else None
         self.line_of[eid] = number
         self.last = eid
-        if obj.get("type") == "session_info":
+        if obj["type"] == "session_info":
             self.title = _str(obj.get("name"))
         time = _time(obj)
         if time is not None:
             self.last_time = time
+        return time
 
     def chain(self) -> list[int]:
         """Line numbers of the conversation pi continues, root first."""
@@ -141,9 +145,9 @@ class _Projector:
         self.done: set[str] = set()
         self.model: str | None = None
 
-    def entry(self, number: int, obj: dict[str, Any]) -> None:
+    def entry(self, number: int, obj: dict[str, Any], time: str | None) -> None:
         kind = obj["type"]
-        unit = _Unit(self, number, obj["id"], _time(obj))
+        unit = _Unit(self, number, obj["id"], time)
         if kind == "message":
             msg = obj.get("message")
             if not isinstance(msg, dict):
@@ -288,9 +292,99 @@ def _header(copy: Path, name: str, limits: Limits) -> dict[str, Any]:
     raise FormatError(name, "not a Pi session: line 1 is not a session header", line=1)
 
 
+class _Branched(Exception):
+    """The one-pass read cannot stand for the two-pass one: read the session again."""
+
+
+def _one_pass(
+    scan: _Scan, proj: _Projector, copy: Path, name: str, limits: Limits, utf8: Utf8Tally
+) -> None:
+    """Project the entries as they come, while every entry's parent is the entry before it
+    (a session never branched with ``/tree``, the common case): the chain is then every
+    entry, in file order, and one parse of each line does what :func:`_two_passes` does.
+    The first entry off that straight line raises :class:`_Branched`, and so does any error
+    (an entry projected here may be off the chain, where the two passes never look)."""
+    b = proj.b
+    diags = b.diagnostics
+    line_of = scan.line_of
+    max_records = limits.max_records
+    try:
+        for number, obj in iter_file_objects(copy, name, diags, limits, utf8):
+            kind = obj.get("type")
+            eid = obj.get("id")
+            if number == 1:
+                diags.add("lifecycle-dropped", f"{name}:{number}", name="session")
+            elif kind not in ENTRY_TYPES:
+                diags.add("unknown-kind", f"{name}:{number}", name=str(kind))
+            elif not isinstance(eid, str):
+                diags.add("invalid-line", f"{name}:{number}")
+            elif eid in line_of:
+                diags.add("duplicate-message", f"{name}:{number}")
+            elif scan.last is not None and obj.get("parentId") != scan.last:
+                raise _Branched
+            else:
+                proj.entry(number, obj, scan.add(number, obj))
+            if b.record_count > max_records:
+                raise _Branched  # the two passes say whether and where
+    except FormatError:
+        raise _Branched from None
+
+
+def _two_passes(
+    scan: _Scan,
+    proj: _Projector,
+    copy: Path,
+    name: str,
+    limits: Limits,
+    utf8: Utf8Tally,
+    file: Path,
+) -> None:
+    """The tree first (a pass that only parses), then the entries on the chain."""
+    b = proj.b
+    try:
+        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
+            scan.line(number, obj)
+    except LimitError:
+        pass  # the projection below refuses the same line with the same error
+    chain = scan.chain()
+    on_chain = set(chain)
+    in_order = all(a < c for a, c in itertools.pairwise(chain))
+
+    held: dict[int, dict[str, Any]] = {}
+    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
+        kind = obj.get("type")
+        eid = obj.get("id")
+        place = f"{name}:{number}"
+        if number == 1:
+            b.diagnostics.add("lifecycle-dropped", place, name="session")
+        elif kind not in ENTRY_TYPES:
+            b.diagnostics.add("unknown-kind", place, name=str(kind))
+        elif not isinstance(eid, str):
+            b.diagnostics.add("invalid-line", place)
+        elif scan.line_of.get(eid) != number:
+            b.diagnostics.add("duplicate-message", place)
+        elif number not in on_chain:
+            b.diagnostics.add("rewound", place, name=str(kind))
+        elif in_order:
+            proj.entry(number, obj, _time(obj))
+        else:
+            held[number] = obj
+        if b.record_count > limits.max_records:
+            raise LimitError(file, "max_records", limits.max_records, line=number)
+    for number in chain if held else ():
+        proj.entry(number, held[number], _time(held[number]))
+
+
 def read(path: Path, *, session: str | None = None, limits: Limits | None = None) -> Snapshot:
     limits = limits or Limits()
     file = layout.resolve(path, session)
+    try:
+        return _read(file, session, limits, straight=True)
+    except _Branched:  # a fresh builder and copy: the first one holds entries off the chain
+        return _read(file, session, limits, straight=False)
+
+
+def _read(file: Path, session: str | None, limits: Limits, *, straight: bool) -> Snapshot:
     name = file.name
     locator = f"{file.parent.name}/{name}"
     sid = layout.id_of_file(file) or file.stem
@@ -309,39 +403,11 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     b.source = Source(harness="pi", harness_version=None, session_id=sid, locator=locator)
 
     scan = _Scan()
-    try:
-        for number, obj in iter_file_objects(copy, name, Diagnostics(), limits):
-            scan.line(number, obj)
-    except LimitError:
-        pass  # the projection below refuses the same line with the same error
-    chain = scan.chain()
-    on_chain = set(chain)
-    in_order = all(a < c for a, c in itertools.pairwise(chain))
-
     proj = _Projector(b, name)
-    held: dict[int, dict[str, Any]] = {}
-    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
-        kind = obj.get("type")
-        eid = obj.get("id")
-        place = f"{name}:{number}"
-        if number == 1:
-            b.diagnostics.add("lifecycle-dropped", place, name="session")
-        elif kind not in ENTRY_TYPES:
-            b.diagnostics.add("unknown-kind", place, name=str(kind))
-        elif not isinstance(eid, str):
-            b.diagnostics.add("invalid-line", place)
-        elif scan.line_of.get(eid) != number:
-            b.diagnostics.add("duplicate-message", place)
-        elif number not in on_chain:
-            b.diagnostics.add("rewound", place, name=str(kind))
-        elif in_order:
-            proj.entry(number, obj)
-        else:
-            held[number] = obj
-        if b.record_count > limits.max_records:
-            raise LimitError(file, "max_records", limits.max_records, line=number)
-    for number in chain if held else ():
-        proj.entry(number, held[number])
+    if straight:
+        _one_pass(scan, proj, copy, name, limits, utf8)
+    else:
+        _two_passes(scan, proj, copy, name, limits, utf8, file)
     proj.finish()
 
     parent = _str(header.get("parentSession"))
