@@ -32,7 +32,7 @@ from trajconv.codecs.genai import (
     answer_function_response,
     parts_of,
 )
-from trajconv.codecs.jsonl import iter_file_objects
+from trajconv.codecs.jsonl import Utf8Tally, iter_file_objects
 from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_iso
@@ -179,7 +179,7 @@ def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
 
 
 def _objects(
-    path: Path, name: str, diags: Diagnostics, limits: Limits
+    path: Path, name: str, diags: Diagnostics, limits: Limits, utf8: Utf8Tally | None = None
 ) -> list[tuple[int, dict[str, Any]]] | Any:
     if name.endswith(".json"):
         # A legacy document is one JSON value over many lines: read as line 1.
@@ -192,7 +192,7 @@ def _objects(
         if not isinstance(obj, dict):
             raise FormatError(path, "not a JSON object")
         return [(1, obj)]
-    return iter_file_objects(path, name, diags, limits)
+    return iter_file_objects(path, name, diags, limits, utf8)
 
 
 class _Projector(CallProjector):
@@ -388,10 +388,20 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     )
     names = [f"{layout.CHATS}/{f.name}" for f in files]
     copies: list[Path] = []
+    #: whether each journal is UTF-8, learnt from its one full parse below (the builder then
+    #: need not decode it again); a legacy document is checked as it is copied
+    tallies = [None if f.suffix == ".json" else Utf8Tally() for f in files]
     total = 0
-    for name, f in zip(names, files, strict=True):
+    for name, f, utf8 in zip(names, files, tallies, strict=True):
         media = "application/json" if f.suffix == ".json" else "application/x-ndjson"
-        blob = b.add_artifact_file(name, media, f, limits.max_session_bytes, "max_session_bytes")
+        blob = b.add_artifact_file(
+            name,
+            media,
+            f,
+            limits.max_session_bytes,
+            "max_session_bytes",
+            utf8=None if utf8 is None else utf8.verdict,
+        )
         total += blob.size
         limits.check("max_session_bytes", total, f)
         assert blob.whole_file is not None
@@ -403,7 +413,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     st = states[chosen]
     for fi, copy in enumerate(copies):
         if fi != chosen:
-            for number, _obj in _objects(copy, names[fi], b.diagnostics, limits):
+            for number, _obj in _objects(copy, names[fi], b.diagnostics, limits, tallies[fi]):
                 b.diagnostics.add("not-resumed-file", f"{names[fi]}:{number}")
     meta = st.meta
     started = min((s.started for s in states if s.started), default=None, key=_stamp)
@@ -437,7 +447,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
 
     for copy, art in ((copies[chosen], names[chosen]),):
         fi = 0  # the places of the chosen file's own pass
-        for number, obj in _objects(copy, art, b.diagnostics, limits):
+        for number, obj in _objects(copy, art, b.diagnostics, limits, tallies[chosen]):
             kind = kind_of(obj)
             place = f"{art}:{number}"
             msgs: list[tuple[int, dict[str, Any]]] = []

@@ -22,7 +22,7 @@ import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.genai import add_function_call, answer_function_response, parts_of
-from trajconv.codecs.jsonl import iter_file_objects, read_bounded
+from trajconv.codecs.jsonl import Utf8Tally, copy_jsonl, iter_file_objects, read_bounded
 from trajconv.codecs.qwen import layout
 from trajconv.codecs.tool_calls import CallProjector
 from trajconv.errors import FormatError, LimitError
@@ -332,14 +332,11 @@ def _project(
 ) -> _Projector:
     """Copy ``file`` in as the artifact ``rel`` and project the records on its chain into
     ``b``; ``max_records`` holds the records still allowed (all sessions together)."""
-    blob = b.add_artifact_file(
-        rel, "application/x-ndjson", file, limits.max_session_bytes, "max_session_bytes"
-    )
-    assert blob.whole_file is not None
-    copy = blob.whole_file
+    utf8 = Utf8Tally()
+    _blob, copy = copy_jsonl(b, rel, file, limits, utf8)
     chain, commands = _chain(copy, rel, limits)
     proj = _Projector(b, rel)
-    for number, obj in iter_file_objects(copy, rel, b.diagnostics, limits):
+    for number, obj in iter_file_objects(copy, rel, b.diagnostics, limits, utf8):
         place = f"{rel}:{number}"
         if not _valid(obj):
             b.diagnostics.add("unknown-kind", place, name=str(obj.get("type", "line")))
