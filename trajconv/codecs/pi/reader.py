@@ -380,8 +380,9 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
     file = layout.resolve(path, session)
     try:
         return _read(file, session, limits, straight=True)
-    except _Branched:  # a fresh builder and copy: the first one holds entries off the chain
-        return _read(file, session, limits, straight=False)
+    except _Branched:
+        pass  # the first builder holds entries off the chain: it (and its spool) goes here
+    return _read(file, session, limits, straight=False)  # a fresh builder and copy
 
 
 def _read(file: Path, session: str | None, limits: Limits, *, straight: bool) -> Snapshot:
