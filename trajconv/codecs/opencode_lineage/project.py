@@ -65,19 +65,38 @@ def session_model(info: dict[str, Any]) -> str | None:
 
 
 class _Rows:
-    """``rows.jsonl``: every native unit's bytes, one JSON line each, in read order."""
+    """``rows.jsonl``: every native unit's bytes, one JSON line each, in read order.
+
+    Lines are handed to the artifact in batches of about :data:`_BATCH` bytes (one write,
+    hash update and UTF-8 check per batch, not per row: issue 38); :meth:`flush` hands
+    over the rest before the artifact is kept."""
 
     def __init__(self, out: ArtifactWriter | None) -> None:
         self.out = out
         self.line = 0
+        self._held: list[bytes] = []
+        self._size = 0
 
     def add(self, kind: str, unit: native.Unit, **extra: Any) -> int | None:
         if self.out is None:
             return None
         self.line += 1
         row = {"table": kind, "id": unit.id, **extra, "data": unit.raw.decode("utf-8", "replace")}
-        self.out.write(orjson.dumps(row) + b"\n")
+        data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        self._held.append(data)
+        self._size += len(data)
+        if self._size >= _BATCH:
+            self.flush()
         return self.line
+
+    def flush(self) -> None:
+        if self.out is not None and self._held:
+            self.out.write(b"".join(self._held))
+        self._held.clear()
+        self._size = 0
+
+
+_BATCH = 256 * 1024
 
 
 class _Projector:
@@ -394,6 +413,7 @@ def _fill(
     with b.artifact_writer(f"{prefix}{ROWS}", "application/x-ndjson") as out:
         p = _Projector(b, _Rows(out), f"{prefix}{ROWS}", limits, flavour)
         _project(b, store, p)
+        p.rows.flush()
     return p
 
 
