@@ -99,6 +99,10 @@ class _Rows:
 _BATCH = 256 * 1024
 
 
+def _utf8() -> bool:
+    return True
+
+
 class _Projector:
     def __init__(
         self, b: SnapshotBuilder, rows: _Rows, artifact: str, limits: Limits, flavour: Flavour
@@ -410,7 +414,8 @@ def _fill(
         b.add_artifact(f"{prefix}session.json", "application/json", store.raw_info)
     else:
         b.add_artifact(f"{prefix}session.json", "application/json", orjson.dumps(store.info()))
-    with b.artifact_writer(f"{prefix}{ROWS}", "application/x-ndjson") as out:
+    # every line is orjson's output, UTF-8 by construction: the writer need not decode it
+    with b.artifact_writer(f"{prefix}{ROWS}", "application/x-ndjson", utf8=_utf8) as out:
         p = _Projector(b, _Rows(out), f"{prefix}{ROWS}", limits, flavour)
         _project(b, store, p)
         p.rows.flush()
