@@ -496,21 +496,26 @@ class SnapshotBuilder:
         i = self._artifacts.find(name)
         return None if i is None else self._artifacts.entry(i)[3]
 
-    def add_artifact(self, name: str, media_type: str, data: bytes) -> Blob:
+    def add_artifact(
+        self, name: str, media_type: str, data: bytes, *, parsed: Any = secrets.UNPARSED
+    ) -> Blob:
         """Keep a small native file's bytes; JSON and YAML lose credential-looking members.
 
+        ``parsed``: for JSON, ``orjson.loads(data)`` when the reader has it already; the
+        bytes are then neither parsed nor checked for UTF-8 again (orjson takes only UTF-8).
         Returns the bytes kept (after stripping).
         """
         dropped: list[str] = []
+        checked = media_type == "application/json" and parsed is not secrets.UNPARSED
         if media_type == "application/json":
-            data, dropped = secrets.strip_json_bytes(data)
+            data, dropped = secrets.strip_json_bytes(data, parsed)
         elif media_type in ("application/yaml", "text/yaml"):
             data, dropped = secrets.strip_yaml_bytes(data)
         elif media_type == secrets.NDJSON:
             data, dropped = secrets.strip_jsonl_bytes(data)
         for path in dropped:
             self.diagnostics.add("secret-dropped", f"{name}:{path}")
-        writer = ArtifactWriter(name, self._pack)
+        writer = ArtifactWriter(name, self._pack, check_utf8=not checked)
         writer.write(data)
         self._artifacts.put(writer.finish(media_type, 0))
         return Blob.from_bytes(data)

@@ -73,17 +73,22 @@ def has_secret_key(value: Any) -> bool:
     return False
 
 
-def strip_json_bytes(data: bytes) -> tuple[bytes, list[str]]:
+UNPARSED: Any = object()
+"""``parsed`` of :func:`strip_json_bytes` when the caller has not parsed the bytes."""
+
+
+def strip_json_bytes(data: bytes, parsed: Any = UNPARSED) -> tuple[bytes, list[str]]:
     """JSON document bytes without credentials; unchanged bytes when there are none
     (or when the bytes are not one JSON document).
 
     Only members are removed, by name, so a document is parsed (``orjson``, fast) and
     its member names checked; a long text that merely mentions a token is not scanned.
+    ``parsed``: ``orjson.loads(data)`` when the caller has it already (not parsed again).
     """
     if not data:
         return data, []
     try:
-        found = has_secret_key(orjson.loads(data))
+        found = has_secret_key(orjson.loads(data) if parsed is UNPARSED else parsed)
     except orjson.JSONDecodeError:
         found = True  # not strict JSON for orjson (NaN, UTF-16, huge integers): let json say
     if not found:

@@ -43,6 +43,7 @@ from trajconv.codecs.cursor import prepare_store, proto
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
+from trajconv.snapshot.secrets import UNPARSED
 
 META_KEY = "0"
 #: meta["0"].name of a chat nobody titled: Cursor writes its default there (spec section 3)
@@ -96,6 +97,10 @@ _ROLE_CODES = {role: code for code, role in enumerate(ROLES)}
 OnBlob = Callable[[str, str, bytes], None]
 """Called once per referenced blob, at its first reference: ``(id, role, bytes)``, the
 role one of :data:`ROLES`."""
+OnParsedBlob = Callable[[str, str, bytes, Any], None]
+"""In place of :data:`OnBlob` when given: ``(id, role, bytes, parsed)``, ``parsed`` being
+``orjson.loads(bytes)`` for a message blob orjson reads, else
+:data:`~trajconv.snapshot.secrets.UNPARSED` (so the caller need not parse it again)."""
 Known = Callable[[str], bool]
 """Whether a blob id was handed to :data:`OnBlob` already. The caller keeps every blob
 it is handed, so it can tell; the walk then needs no set of ids (a long chat has
@@ -128,9 +133,20 @@ class CursorStore:
     unknown_fields: Counter[str] = field(default_factory=Counter)
     """Unknown protobuf fields by ``<message>.<number>:<wire type>``."""
 
-    def walk(self, on_blob: OnBlob, on_message: OnMessage, known: Known) -> None:
+    def walk(
+        self,
+        on_blob: OnBlob,
+        on_message: OnMessage,
+        known: Known,
+        parsed_blob: OnParsedBlob | None = None,
+    ) -> None:
         """Read, verify and hand over every blob the root references, one at a time."""
-        walker = _Walker(self, on_blob, known)
+        if parsed_blob is None:
+
+            def parsed_blob(bid: str, role: str, data: bytes, _parsed: Any) -> None:
+                on_blob(bid, role, data)
+
+        walker = _Walker(self, parsed_blob, known)
         self.root = walker.pb(self.root_id, "root", "ConversationStateStructure")
         walker.walk_root(self.root, on_message)
 
@@ -266,7 +282,7 @@ def _hexid(raw: bytes, where: str, ref: str) -> str:
 
 
 class _Walker:
-    def __init__(self, store: CursorStore, on_blob: OnBlob, known: Known) -> None:
+    def __init__(self, store: CursorStore, on_blob: OnParsedBlob, known: Known) -> None:
         self.store = store
         self.where = str(store.path)
         self.on_blob = on_blob
@@ -278,8 +294,11 @@ class _Walker:
         data = self.store.source.get(blob_hex)
         if data is None:
             raise FormatError(self.where, f"referenced {role} blob is missing", blob=blob_hex)
-        if self.known(blob_hex):
-            return data  # checked at its first reference; the source is read-only
+        if not self.known(blob_hex):  # else checked at its first reference (read-only source)
+            self._first(blob_hex, role, data, UNPARSED)
+        return data
+
+    def _size(self, blob_hex: str, role: str, data: bytes) -> None:
         if len(data) > self.store.max_blob:
             raise FormatError(
                 self.where,
@@ -287,12 +306,15 @@ class _Walker:
                 f"max_line_bytes limit ({self.store.max_blob})",
                 blob=blob_hex,
             )
+
+    def _first(self, blob_hex: str, role: str, data: bytes, parsed: Any) -> None:
+        """A blob's first reference: checked against its id, then handed to ``on_blob``."""
+        self._size(blob_hex, role, data)
         if blob_id(data) != blob_hex:
             raise FormatError(self.where, "blob sha256 does not match its id", blob=blob_hex)
         self.store.walked += bytes.fromhex(blob_hex)
         self.store.walked.append(_ROLE_CODES[role])
-        self.on_blob(blob_hex, role, data)
-        return data
+        self.on_blob(blob_hex, role, data, parsed)
 
     def pb(self, blob_hex: str, role: str, type_name: str) -> Any:
         data = self.fetch(blob_hex, role)
@@ -310,12 +332,22 @@ class _Walker:
         return _hexid(raw, self.where, role)
 
     def message(self, blob_hex: str) -> Any:
-        data = self.fetch(blob_hex, "message")
+        data = self.store.source.get(blob_hex)
+        if data is None:
+            raise FormatError(self.where, "referenced message blob is missing", blob=blob_hex)
+        first = not self.known(blob_hex)
+        if first:
+            self._size(blob_hex, "message", data)  # refused before it is parsed
         try:
             # what orjson takes json takes too, to the same value, in a fraction of the time
-            return orjson.loads(data)
+            value = orjson.loads(data)
         except orjson.JSONDecodeError:
-            pass  # NaN, a lone surrogate, a huge number, or bad input, which json names
+            value = UNPARSED  # NaN, a lone surrogate, a huge number, or bad input (json says)
+        if first:
+            # handed over parsed: the Snapshot's secret check does not parse it again
+            self._first(blob_hex, "message", data, value)
+        if value is not UNPARSED:
+            return value
         try:
             return json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:

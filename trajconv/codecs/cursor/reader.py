@@ -35,6 +35,7 @@ from trajconv.errors import FormatError
 from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence, time_from_ms
 from trajconv.snapshot.jsonstream import Items, Members, json_chunks
 from trajconv.snapshot.models import Session, Snapshot, Source
+from trajconv.snapshot.secrets import UNPARSED
 
 READER = "cursor/1"
 INDEX = "cursor/store.json"
@@ -104,12 +105,12 @@ class _Projector:
             native_id=bid,
         )
 
-    def blob(self, bid: str, role: str, data: bytes) -> None:
+    def blob(self, bid: str, role: str, data: bytes, parsed: Any = UNPARSED) -> None:
         self.total += len(data)
         self.limits.check("max_session_bytes", self.total, self.path)
         name = blob_artifact(bid, role)
         media = "application/json" if name.endswith(".json") else "application/x-protobuf"
-        self.b.add_artifact(name, media, data)
+        self.b.add_artifact(name, media, data, parsed=parsed)
 
     def known(self, bid: str) -> bool:
         """Whether blob ``bid`` was handed over already: its artifact is kept, named
@@ -307,7 +308,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
             ),
         )
         proj = _Projector(b, target, limits)
-        store.walk(proj.blob, proj.message, proj.known)
+        store.walk(proj.blob, proj.message, proj.known, proj.blob)
     b.session = session_of(store)
     state = root_state_items(store.root)
     # The index lists every blob, so it is written in pieces; it holds no native keys,
