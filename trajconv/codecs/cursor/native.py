@@ -33,17 +33,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import unquote, urlparse
 
 import orjson
 from google.protobuf.message import DecodeError
 
-from trajconv.codecs.cursor import prepare_store, proto
+from trajconv.codecs.cursor import proto
 from trajconv.codecs.sqlite import ReadOnly
 from trajconv.errors import FormatError
 from trajconv.snapshot.jsonstream import Items, Members, Raw, json_chunks
 from trajconv.snapshot.secrets import UNPARSED
+
+if TYPE_CHECKING:  # the readout's module (argparse and all) only where a readout is read
+    from trajconv.codecs.cursor import prepare_store
 
 META_KEY = "0"
 #: meta["0"].name of a chat nobody titled: Cursor writes its default there (spec section 3)
@@ -260,6 +263,8 @@ class ReadoutBlobSource(BlobSource):
         span = self.spans.get(blob_hex)
         if span is None:
             return None
+        from trajconv.codecs.cursor import prepare_store
+
         try:
             return prepare_store.read_blob(self.fh, blob_hex, span)
         except prepare_store.ReadoutError as exc:
@@ -476,6 +481,8 @@ def readout_chunks(
 ) -> Iterator[bytes]:
     """The ``cursor-agent-sqlite-readout-v1`` JSON document in chunks, each blob base64
     encoded as it comes (credential keys never written)."""
+    from trajconv.codecs.cursor import prepare_store
+
     clean, _ = strip_secrets(meta)
     rows = [{"key": META_KEY, "value": encode_meta_value(clean)}]
     rows += [{"key": k, "value": v} for k, v in sorted(other_meta.items())]
@@ -501,6 +508,8 @@ def readout_chunks(
 def read_readout(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
     """A readout opened for one walk: scanned once for meta and blob places; each blob is
     read from the file when the walk reaches it."""
+    from trajconv.codecs.cursor import prepare_store
+
     where = str(path)
     with path.open("rb") as fh:
         try:

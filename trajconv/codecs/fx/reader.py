@@ -29,13 +29,13 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from trajconv.codecs.base import Limits
 from trajconv.codecs.common import json_document
-from trajconv.codecs.fx import layout, native, streamed
+from trajconv.codecs.fx import layout, native
 from trajconv.codecs.jsonl import (
     Utf8Tally,
     count_units,
@@ -49,6 +49,9 @@ from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder, evidence,
 from trajconv.snapshot.diagnostics import Diagnostics
 from trajconv.snapshot.models import Session, Snapshot, Source
 from trajconv.snapshot.spool import CHUNK, Blob, Spool
+
+if TYPE_CHECKING:  # ijson's parser only for a legacy history (schema 4 has none)
+    from trajconv.codecs.fx import streamed
 
 READER = "fx/1"
 SKIP_NAMES = ("owner.live", "history-cache.bin")
@@ -220,6 +223,8 @@ def _load_large(
     name: str, path: Path, b: SnapshotBuilder, limits: Limits
 ) -> tuple[Obj, streamed.History | None]:
     """Copy a large ``session.json`` into the Snapshot, outlining it on the way."""
+    from trajconv.codecs.fx import streamed
+
     outline = streamed.Outline(name, limits.max_json_depth)
     copy = b.add_artifact_file(
         name,
@@ -438,6 +443,8 @@ class _TurnLifter:
 
 def _read_legacy(meta: Obj, b: SnapshotBuilder, history: streamed.History | None) -> None:
     """Lift ``meta["history"]``, or the ``history`` streamed from a large document."""
+    from trajconv.codecs.fx import streamed
+
     if history is None:
         turns = meta.get("history")
         if not isinstance(turns, list):
