@@ -73,6 +73,24 @@ def _artifact(meta: dict[str, Any], blob: Blob | None, inline: bool) -> Any:
     return Members(meta, data=Raw(_data_pieces(blob, meta["encoding"])))
 
 
+def _head(snapshot: Snapshot) -> dict[str, Any]:
+    """The members of the Snapshot file but its records, children and artifacts, as
+    ``snapshot.model_dump(mode="json")`` gives them, from the models of each member: a
+    dump of the Snapshot itself builds the serializer of every record model first (a
+    tenth of reading a small session)."""
+    if type(snapshot) is not Snapshot:  # a subclass may dump itself otherwise
+        return snapshot.model_dump(mode="json", exclude={"records", "children", "artifacts"})
+    return {
+        "format": snapshot.format,
+        "id": snapshot.id,
+        "meta_hash": snapshot.meta_hash,
+        "source": snapshot.source.model_dump(mode="json"),
+        "session": snapshot.session.model_dump(mode="json"),
+        "diagnostics": [d.model_dump(mode="json") for d in snapshot.diagnostics],
+        "producer": snapshot.producer.model_dump(mode="json"),
+    }
+
+
 def _child(child: Child) -> Members:
     """A sub-agent as the Snapshot file holds it, its records streamed from the spool."""
     doc = Members(child.model_dump(mode="json", exclude={"records"}))
@@ -89,7 +107,7 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     artifact is held in memory: records come from the spool, artifacts in chunks.
     ``inline_artifacts=False`` writes ``data: null`` (an archive store's documents).
     """
-    doc = Members(snapshot.model_dump(mode="json", exclude={"records", "children", "artifacts"}))
+    doc = Members(_head(snapshot))
     doc["records"] = records_value(snapshot.records)
     if snapshot.children:
         doc["children"] = Items(_child(child) for child in snapshot.children)
