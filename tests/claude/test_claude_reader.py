@@ -196,6 +196,30 @@ def test_shuffled_lines_give_the_same_conversation(tmp_path: Path) -> None:
     assert [(r.kind, r.id) for r in shuffled.records] == [(r.kind, r.id) for r in ordered.records]
 
 
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=IDS)
+def test_lines_parsed_again_read_as_the_lines_kept(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript over ``HOLD_BYTES`` is parsed a second time instead of kept from the
+    first pass: the same Snapshot, damaged lines (blank, torn, not an object, a byte-order
+    mark, bytes not UTF-8) counted in the same places."""
+    from trajconv.codecs.claude import reader
+
+    home = tmp_path / "h"
+    case = path.parts[len(CLAUDE.parts)]
+    shutil.copytree(CLAUDE / case, home)
+    damaged = home / path.relative_to(CLAUDE / case)
+    lines = damaged.read_bytes().split(b"\n")
+    lines[2:2] = [b"", b'{"type": "user", "uuid": "x', b"[1]", b'\xef\xbb\xbf{"type": "x"}']
+    lines.insert(len(lines) // 2, b'{"type": "summary", "summary": "caf\xe9"}')
+    damaged.write_bytes(b"\n".join(lines))
+    for target in (path, damaged):
+        kept = io.dumps(trajconv.read("claude", target))
+        with monkeypatch.context() as patch:
+            patch.setattr(reader, "HOLD_BYTES", -1)
+            assert io.dumps(trajconv.read("claude", target)) == kept
+
+
 def test_home_with_many_sessions_needs_a_session_id(tmp_path: Path) -> None:
     one = CLAUDE / "recorded-thinking"
     sid = next(one.glob(".claude/projects/*/*.jsonl")).stem

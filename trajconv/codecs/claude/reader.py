@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,19 +50,45 @@ READER = "claude/1"
 _PARENT = re.compile(rb'\s*\{\s*"parentUuid"\s*:\s*"([^"\\]+)"')
 
 
-class _TornLines(Diagnostics):
-    """The first pass's diagnostics, keeping the number of every torn line."""
+#: a transcript up to this size keeps the lines its first pass parsed for the second
+#: (held, they take about 3.5 times the file's size: 37 MiB for 10 MB); a larger one is
+#: parsed again, so memory stays bounded (issue 38: the second parse was a tenth of a read)
+HOLD_BYTES = 16 << 20
 
-    def __init__(self) -> None:
+_Held = list[tuple[int, dict[str, Any]] | tuple[str, str | None]]
+"""The first pass's lines in file order: ``(number, object)`` for each good line, and
+``(code, sample)`` for each line the iterator counted instead (blank, torn ...)."""
+
+
+class _TornLines(Diagnostics):
+    """The first pass's diagnostics, keeping the number of every torn line; with ``held``,
+    also each one in the order the lines came (to be counted again in the Snapshot)."""
+
+    def __init__(self, held: _Held | None = None) -> None:
         super().__init__()
         self.lines: list[int] = []
+        self.held = held
 
     def add(
         self, code: str, sample: str | None = None, count: int = 1, *, name: str | None = None
     ) -> None:
         if code == "torn-line" and sample is not None:
             self.lines.append(int(sample.rsplit(":", 1)[1]))
+        if self.held is not None:
+            self.held.append((code, sample))  # the line iterator counts one, by sample
         super().add(code, sample, count, name=name)
+
+
+def _replay(held: _Held, diags: Diagnostics) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The lines the first pass held, as ``iter_file_objects`` gives them again: each
+    good line, and each line it counted instead counted in ``diags`` in its place."""
+    for first, second in held:
+        if isinstance(first, int):
+            assert isinstance(second, dict)
+            yield first, second
+        else:
+            assert not isinstance(second, dict)
+            diags.add(first, second)
 
 
 @dataclass
@@ -409,12 +435,18 @@ def _project(
 ) -> tuple[_Scan, _Projector]:
     """Scan the transcript's copy for its chain, then make its records in ``b``."""
     scan = _Scan()
-    torn = _TornLines()
+    kept: _Held | None = [] if copy.stat().st_size <= HOLD_BYTES else None
+    torn = _TornLines(kept)
     try:
-        for number, obj in iter_file_objects(copy, name, torn, limits):
-            scan.line(number, obj)
+        if kept is None:
+            for number, obj in iter_file_objects(copy, name, torn, limits):
+                scan.line(number, obj)
+        else:
+            for number, obj in iter_file_objects(copy, name, torn, limits, utf8):
+                scan.line(number, obj)
+                kept.append((number, obj))
     except LimitError:
-        pass  # the projection below refuses the same line with the same error
+        kept = None  # the projection below refuses the same line with the same error
 
     def torn_text(number: int) -> bytes:
         lines = file_lines(copy, limits.max_line_bytes)
@@ -428,7 +460,12 @@ def _project(
     proj = _Projector(b, name)
     held: dict[int, dict[str, Any]] = {}
     max_records = limits.max_records
-    for number, obj in iter_file_objects(copy, name, b.diagnostics, limits, utf8):
+    lines = (
+        iter_file_objects(copy, name, b.diagnostics, limits, utf8)
+        if kept is None
+        else _replay(kept, b.diagnostics)
+    )
+    for number, obj in lines:
         uid = obj.get("uuid")
         if not native.is_chain(obj) or not isinstance(uid, str):
             _side(number, obj, b.diagnostics, name)
