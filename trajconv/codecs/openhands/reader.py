@@ -259,12 +259,13 @@ def _base_state(b: SnapshotBuilder, conv: Path, rel: str, limits: Limits) -> dic
         b.diagnostics.add("metadata-missing", f"{rel}{layout.BASE_STATE}")
         return {}
     data = read_bounded(path, limits.max_session_bytes)
-    b.add_artifact(f"{rel}{layout.BASE_STATE}", "application/json", data)
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
+        b.add_artifact(f"{rel}{layout.BASE_STATE}", "application/json", data)
         b.diagnostics.add("metadata-invalid", f"{rel}{layout.BASE_STATE}")
         return {}
+    b.add_artifact(f"{rel}{layout.BASE_STATE}", "application/json", data, parsed=obj)
     return obj if isinstance(obj, dict) else {}
 
 
@@ -303,8 +304,9 @@ def _project(
         total += len(data)
         if total > limits.max_session_bytes:
             raise LimitError(path, "max_session_bytes", limits.max_session_bytes)
-        b.add_artifact(art, "application/json", data)
+        # parsed first (a bad file is refused either way) so the secret check reuses it
         obj = json_document(data, path, "an event file holds no JSON object")
+        b.add_artifact(art, "application/json", data, parsed=obj)
         before = b.record_count
         code = proj.event(obj, art)
         if code is not None:
