@@ -45,7 +45,7 @@ WRITES_COLUMNS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class DeepagentsCheckpointRow:
     """One ``checkpoints`` row (blob undecoded)."""
 
@@ -58,7 +58,7 @@ class DeepagentsCheckpointRow:
     metadata: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class DeepagentsWriteRow:
     """One ``writes`` row (value undecoded)."""
 
@@ -208,6 +208,36 @@ def checkpoint_row(
     return _checkpoint_row(r)
 
 
+def line_rows(
+    conn: sqlite3.Connection, thread_id: str, ids: list[str]
+) -> Iterator[DeepagentsCheckpointRow]:
+    """The root-namespace checkpoint rows ``ids`` names, from its last id back to its first.
+
+    One scan newest first while the rows come in that order (LangGraph's ids grow with
+    time, so the main line is in id order); a row out of that order, or the end of the
+    scan, leaves the rest to a lookup by key each."""
+    want = set(ids)
+    p = len(ids) - 1
+    rows = conn.execute(
+        f"{_CHECKPOINT_SELECT} and checkpoint_ns = ? order by checkpoint_id desc",
+        (thread_id, ROOT_NS),
+    )
+    for r in rows:
+        if p < 0:
+            break
+        cid = r[2]
+        if type(cid) is not str:
+            break
+        if cid == ids[p]:
+            yield _checkpoint_row(r)
+            p -= 1
+        elif cid in want:
+            break
+    rows.close()
+    for q in range(p, -1, -1):
+        yield checkpoint_row(conn, thread_id, ids[q])
+
+
 def write_rows(
     conn: sqlite3.Connection, thread_id: str, db: str | Path = "sessions.db"
 ) -> Iterator[DeepagentsWriteRow]:
@@ -240,6 +270,8 @@ def write_rows(
 
 
 def _bytes(value: Any) -> bytes:
+    if type(value) is bytes:
+        return value
     if value is None:
         return b""
     if isinstance(value, bytes):

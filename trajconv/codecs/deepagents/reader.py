@@ -89,22 +89,42 @@ class _Occ:
 
 
 class _MessageSpool:
-    """Lowered messages on disk until they are lifted, so the fold holds no message text.
+    """Lowered messages waiting to be lifted: the first ``HELD`` bytes of them (counted as
+    the stored bytes they came from) in memory, the rest on disk, so the fold holds a
+    bounded amount of message text.
 
     ``marshal``: the file lives only as long as this read, in this process, and marshal
     keeps plain values exactly and is the fastest way in and out for them."""
 
+    HELD = 8 * 1024 * 1024
+
     def __init__(self, fh: BinaryIO) -> None:
         self._fh = fh
         self._size = 0
+        self._held: list[dict[str, Any] | None] = []
+        self._room = self.HELD
 
-    def put(self, msg: Any) -> int:
-        data = marshal.dumps(lower(msg))
-        self._fh.write(len(data).to_bytes(8, "little") + data)
-        self._size += 8 + len(data)
-        return self._size - 8 - len(data)
+    def put(self, msg: Any, cost: int) -> int:
+        """Keep ``msg`` lowered; ``cost``: the stored bytes it came from. Returns its ref."""
+        value = lower(msg)
+        if cost <= self._room:
+            self._room -= cost
+            self._held.append(value)
+            return -len(self._held)
+        data = marshal.dumps(value)
+        at = self._size
+        self._fh.write(len(data).to_bytes(8, "little"))
+        self._fh.write(data)
+        self._size = at + 8 + len(data)
+        return at
 
     def get(self, ref: int) -> dict[str, Any]:
+        """The lowered message at ``ref``, once (a held one is let go)."""
+        if ref < 0:
+            held = self._held[-ref - 1]
+            self._held[-ref - 1] = None
+            assert held is not None
+            return held
         self._fh.seek(ref)
         size = int.from_bytes(self._fh.read(8), "little")
         value: dict[str, Any] = marshal.loads(self._fh.read(size))
@@ -112,6 +132,11 @@ class _MessageSpool:
 
 
 # -- parse: rows -> occurrences ----------------------------------------------------------
+
+
+def _utf8() -> bool:
+    """The readout artifacts are UTF-8: every line is ``orjson.dumps`` output."""
+    return True
 
 
 def _b64(data: bytes) -> str:
@@ -271,7 +296,7 @@ def _read_checkpoints(t: _Thread) -> _Line:
     """Checkpoint rows into the artifact as they stream; then the main line, decoded."""
     d = t.b.diagnostics
     root: dict[str, tuple[str | None, int]] = {}
-    with t.b.artifact_writer(CHECKPOINTS_ART, _NDJSON) as out:
+    with t.b.artifact_writer(CHECKPOINTS_ART, _NDJSON, utf8=_utf8) as out:
         for number, c in enumerate(native.checkpoint_rows(t.conn, t.tid), start=1):
             t.budget.take(len(c.blob))
             out.write(_checkpoint_line(c))
@@ -300,10 +325,11 @@ def _read_checkpoints(t: _Thread) -> _Line:
     facts = _Facts()
     invalid: list[str] = []
     model_spec = None
-    for p in range(len(ids) - 1, -1, -1):
+    for p, row in zip(
+        range(len(ids) - 1, -1, -1), native.line_rows(t.conn, t.tid, ids), strict=True
+    ):
         number = root[ids[p]][1]
         where = f"{CHECKPOINTS_ART}:{number}"
-        row = native.checkpoint_row(t.conn, t.tid, ids[p])
         value = t.dec.loads(row.type, row.blob, where)
         if not isinstance(value, dict):
             raise FormatError(t.dec.file, "checkpoint is not a map", row=where)
@@ -325,6 +351,7 @@ def _read_checkpoints(t: _Thread) -> _Line:
                 raise FormatError(t.dec.file, "messages channel holds no message list", row=where)
             seed = seed_at is None
             seed_at = p if seed else seed_at
+            cost = len(row.blob) // max(1, len(msgs))
             stored.append(
                 [
                     _Occ(
@@ -334,7 +361,7 @@ def _read_checkpoints(t: _Thread) -> _Line:
                         getattr(m, "id", None),
                         type(m).__name__,
                         None,
-                        t.spool.put(m) if seed else None,
+                        t.spool.put(m, cost) if seed else None,
                     )
                     for i, m in enumerate(msgs)
                 ]
@@ -369,7 +396,7 @@ def _read_writes(t: _Thread, line: _Line) -> dict[int, list[_Occ]]:
     # they are put in writes_sort_key order (task_path first) when the next one starts.
     group: list[tuple[tuple[str, str, int], list[_Occ]]] = []
     group_at = -1
-    with t.b.artifact_writer(WRITES_ART, _NDJSON) as out:
+    with t.b.artifact_writer(WRITES_ART, _NDJSON, utf8=_utf8) as out:
         for number, w in enumerate(native.write_rows(t.conn, t.tid, t.budget.db), start=1):
             t.budget.take(len(w.value))
             out.write(_write_line(w))
@@ -389,7 +416,8 @@ def _read_writes(t: _Thread, line: _Line) -> dict[int, list[_Occ]]:
                     group, group_at = [], p
                 # Writes before the stored value the fold starts from never reach the state.
                 lift = line.seed_at is None or p >= line.seed_at
-                value = t.dec.loads(w.type, w.value, where)
+                msgs = _messages(t.dec.loads(w.type, w.value, where))
+                cost = len(w.value) // max(1, len(msgs))
                 occs = [
                     _Occ(
                         WRITES_ART,
@@ -398,9 +426,9 @@ def _read_writes(t: _Thread, line: _Line) -> dict[int, list[_Occ]]:
                         getattr(m, "id", None),
                         type(m).__name__,
                         line.times[p + 1],
-                        t.spool.put(m) if lift else None,
+                        t.spool.put(m, cost) if lift else None,
                     )
-                    for i, m in enumerate(_messages(value))
+                    for i, m in enumerate(msgs)
                 ]
                 group.append((native.sort_key(w), occs))
     _close_group(batches, group_at, group)
@@ -482,11 +510,12 @@ def _model_of(msg: Any) -> str | None:
     return None
 
 
-def is_hidden_human(msg: Any) -> bool:
+def _hidden(msg: Any, text: str) -> bool:
+    """A synthetic human message (``text``: its :func:`_text`)."""
     source = (getattr(msg, "additional_kwargs", None) or {}).get("lc_source")
     if isinstance(source, str) and source in native.HIDDEN_SOURCES:
         return True
-    return _text(msg.content).startswith(native.SYSTEM_PREFIX)
+    return text.startswith(native.SYSTEM_PREFIX)
 
 
 class _Lifter(CallProjector):
@@ -564,11 +593,12 @@ def lower(msg: Any) -> dict[str, Any]:
     """What the lifter needs of a LangChain message, as plain values (for the spool)."""
     kind = getattr(msg, "type", None)
     if kind == "human" or kind == "system":
+        text = _text(msg.content)
         return {
             "kind": "text",
-            "text": _text(msg.content),
+            "text": text,
             "blank": not msg.content,
-            "role": "system" if kind == "system" or is_hidden_human(msg) else "user",
+            "role": "system" if kind == "system" or _hidden(msg, text) else "user",
         }
     if kind == "ai":
         calls = []
@@ -597,15 +627,15 @@ def lower(msg: Any) -> dict[str, Any]:
     if kind == "tool":
         output = _text(msg.content)
         status = getattr(msg, "status", None)
-        match = EXIT_RE.search(output)
+        # only execute's output ends with its exit status; searching the rest (tool outputs
+        # are often long) would find nothing to use
+        match = EXIT_RE.search(output) if getattr(msg, "name", None) == "execute" else None
         return {
             "kind": "tool",
             "call_id": str(getattr(msg, "tool_call_id", "") or ""),
             "output": output,
             "ok": True if status == "success" else False if status == "error" else None,
-            "exit_code": (
-                int(match.group(1)) if match and getattr(msg, "name", None) == "execute" else None
-            ),
+            "exit_code": int(match.group(1)) if match else None,
         }
     return {"kind": "other"}
 
