@@ -451,6 +451,9 @@ def read_store(path: Path, *, max_blob: int) -> Iterator[CursorStore]:
     try:
         con = opened.con
         try:
+            # one read transaction for the whole walk: a store read through a private copy
+            # (not immutable) would otherwise take and drop its shared lock per blob query
+            con.execute("BEGIN")
             rows = con.execute("SELECT key, value FROM meta").fetchall()
             version = con.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as exc:

@@ -96,6 +96,9 @@ class _Projector:
         self.turn: int | None = None
         self.calls: dict[str, int] = {}
         self.answered: set[str] = set()
+        #: the message blob handed over last and its size as kept: the walk hands a blob
+        #: over just before its first reference, which then need not look the size up
+        self.fresh: tuple[str, int] | None = None
 
     def _ev(self, bid: str, path: str, native_kind: str) -> EvidenceFields:
         return evidence(
@@ -110,7 +113,8 @@ class _Projector:
         self.limits.check("max_session_bytes", self.total, self.path)
         name = blob_artifact(bid, role)
         media = "application/json" if name.endswith(".json") else "application/x-protobuf"
-        self.b.add_artifact(name, media, data, parsed=parsed)
+        kept = self.b.add_artifact(name, media, data, parsed=parsed)
+        self.fresh = (bid, kept.size) if role == "message" else None
 
     def known(self, bid: str) -> bool:
         """Whether blob ``bid`` was handed over already: its artifact is kept, named
@@ -122,7 +126,11 @@ class _Projector:
     def message(self, pos: int, bid: str, obj: Any) -> None:
         # A root may reference one blob many times (equal messages share an id); each
         # reference becomes records, so the limit counts the bytes at every reference.
-        self.expanded += self.b.artifact_size(blob_artifact(bid, "message")) or 0
+        fresh, self.fresh = self.fresh, None
+        if fresh is not None and fresh[0] == bid:
+            self.expanded += fresh[1]
+        else:
+            self.expanded += self.b.artifact_size(blob_artifact(bid, "message")) or 0
         self.limits.check_expansion(self.expanded, self.total, self.path)
         if not isinstance(obj, dict) or not isinstance(obj.get("role"), str):
             raise FormatError(self.path, "message blob is not a {role, content} object", blob=bid)
