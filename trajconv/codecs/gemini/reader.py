@@ -80,12 +80,15 @@ class _State:
     started: str | None = None
     #: whether each message, as last defined, is one the CLI counts as conversation
     resumable: dict[str, bool] = field(default_factory=dict)
+    #: whether :attr:`resumable` is kept: only a session of several files is ranked by it
+    rank: bool = True
 
     def define(self, mid: str, place: Place, msg: dict[str, Any]) -> None:
         if mid not in self.final:
             self.order.append(mid)
         self.final[mid] = place
-        self.resumable[mid] = resumable(msg)
+        if self.rank:
+            self.resumable[mid] = resumable(msg)
 
     @property
     def has_conversation(self) -> bool:
@@ -146,8 +149,10 @@ def resumed_file(states: list[_State]) -> int:
     return best
 
 
-def _pass1(files: list[Path], names: list[str], limits: Limits) -> _State:
-    st = _State()
+def _pass1(files: list[Path], names: list[str], limits: Limits, rank: bool = True) -> _State:
+    """The live message list of ``files``; ``rank``: whether to learn, for
+    :func:`resumed_file`, which of them the CLI counts as conversation."""
+    st = _State(rank=rank)
     quiet = Diagnostics()
     for fi, path in enumerate(files):
         for number, obj in _objects(path, names[fi], quiet, limits):
@@ -408,7 +413,9 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         copies.append(blob.whole_file)
     # One file per resume minute; the CLI resumes one of them, whole (README "Sessions
     # resumed in a later minute"): the others' lines are kept in artifacts and counted.
-    states = [_pass1([c], [n], limits) for c, n in zip(copies, names, strict=True)]
+    # a session of one file has nothing to rank: resumed_file takes it without looking
+    rank = len(copies) > 1
+    states = [_pass1([c], [n], limits, rank) for c, n in zip(copies, names, strict=True)]
     chosen = resumed_file(states)
     st = states[chosen]
     for fi, copy in enumerate(copies):
