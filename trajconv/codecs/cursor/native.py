@@ -255,19 +255,20 @@ class ReadoutBlobSource(BlobSource):
     """A readout's blobs, each read from the file when asked for (the scan kept where)."""
 
     def __init__(self, fh: BinaryIO, spans: prepare_store.Spans, name: str) -> None:
+        from trajconv.codecs.cursor import prepare_store  # once, not for every blob
+
         self.fh = fh
         self.spans = spans
         self.name = name
+        self._store = prepare_store
 
     def get(self, blob_hex: str) -> bytes | None:
         span = self.spans.get(blob_hex)
         if span is None:
             return None
-        from trajconv.codecs.cursor import prepare_store
-
         try:
-            return prepare_store.read_blob(self.fh, blob_hex, span)
-        except prepare_store.ReadoutError as exc:
+            return self._store.read_blob(self.fh, blob_hex, span)
+        except self._store.ReadoutError as exc:
             raise FormatError(self.name, str(exc), blob=exc.blob) from None
 
 
