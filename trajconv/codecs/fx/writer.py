@@ -83,7 +83,8 @@ def session_id(snapshot: Snapshot, diags: Diagnostics) -> str:
 
 Rec = dict[str, Any]
 """A record as the JSON object a Snapshot holds (:func:`_dicts`): the writer reads a few
-members of each, which costs less than making its models."""
+members of each, which costs less than making its models. The lowering parses each record's
+``time`` once and keeps it there as epoch milliseconds (``None`` stays ``None``)."""
 
 
 def _dicts(records: Sequence[Record]) -> Iterator[Rec]:
@@ -132,21 +133,23 @@ class _Lowering:
 
     def turns(self, records: Iterable[Rec]) -> Iterator[_Turn]:
         cur: _Turn | None = None
+        add = self.diags.add
         for rec in records:
-            ms = _ms(rec["time"])
-            if ms is not None:
+            time = rec["time"]
+            if time is not None:
+                ms = _ms(time)
+                rec["time"] = ms  # parsed once: the emitters read it as epoch ms
                 if self.first is None:
                     self.first = ms
                 self.last = ms
             kind = rec["kind"]
             if kind == "user":
-                same = (
+                if (
                     cur is not None
                     and cur.interrupted is None
                     and rec["turn"] is not None
                     and rec["turn"] == cur.user["turn"]
-                )
-                if same and cur is not None:
+                ):
                     cur.items.append(rec)  # guidance typed into the running turn: steering
                     continue
                 if cur is not None:
@@ -154,8 +157,9 @@ class _Lowering:
                     yield cur
                 cur = _Turn(rec)
                 continue
-            if kind in ("reasoning", "system", "observation") and not _is_interruption(rec):
-                self.diags.add(f"untranslated-{kind}", rec["id"])
+            interruption = kind == "system" and _is_interruption(rec)
+            if not interruption and kind in _UNTRANSLATED:
+                add(_UNTRANSLATED[kind], rec["id"])
                 continue
             if cur is None:
                 # an acknowledgement after a compaction summary, say: no fx turn can hold it
@@ -164,14 +168,14 @@ class _Lowering:
                     rec["id"],
                     "placed before any user message (every fx turn starts with one)",
                 )
-                self.diags.add(_LEADING_CODES.get(kind, "untranslated-assistant"), rec["id"])
+                add(_LEADING_CODES.get(kind, "untranslated-assistant"), rec["id"])
                 continue
-            if _is_interruption(rec):
+            if interruption:
                 cur.interrupted = rec["text"][len(native.INTERRUPT_PREFIX) :]
                 cur.interruption = rec
                 if cur.interrupted not in native.INTERRUPT_REASONS:
                     cur.interrupted = "cancelled"
-            elif _is_partial(rec):
+            elif kind == "assistant" and _is_partial(rec):
                 cur.partial = rec
             else:
                 cur.items.append(rec)
@@ -187,16 +191,18 @@ class _Lowering:
         answered: set[str] = set()
         keep: list[Rec] = []
         for rec in turn.items:
-            if rec["kind"] == "tool-call":
+            kind = rec["kind"]
+            if kind == "tool-call":
                 calls[rec["call"]["id"]] = rec
-            elif rec["kind"] == "tool-result":
-                if rec["result"]["call_id"] not in calls or rec["result"]["call_id"] in answered:
+            elif kind == "tool-result":
+                call_id = rec["result"]["call_id"]
+                if call_id not in calls or call_id in answered:
                     _lossy(
                         self.allow_lossy, rec["id"], "a tool result without its call in this turn"
                     )
                     self.diags.add("untranslated-orphan-result", rec["id"])
                     continue
-                answered.add(rec["result"]["call_id"])
+                answered.add(call_id)
             keep.append(rec)
         turn.items = keep
         if turn.interrupted is None:
@@ -204,7 +210,8 @@ class _Lowering:
             for rid in pending:
                 _lossy(self.allow_lossy, rid, "a tool call without its result")
                 self.diags.add("untranslated-pending-call", rid)
-            turn.items = [r for r in turn.items if r["id"] not in pending]
+            if pending:
+                turn.items = [r for r in turn.items if r["id"] not in pending]
             end = next((r for r in reversed(turn.items) if r["kind"] != "user"), None)
             if last and (end is None or end["kind"] != "assistant"):
                 _lossy(
@@ -213,6 +220,9 @@ class _Lowering:
                     "the end of an unfinished last turn (no final assistant answer)",
                 )
 
+
+#: what names a record of a kind fx has no slot for
+_UNTRANSLATED = {kind: f"untranslated-{kind}" for kind in ("reasoning", "system", "observation")}
 
 #: what names a record left out because it comes before any user message
 _LEADING_CODES = {
@@ -238,7 +248,7 @@ class _Clock:
         self.diags = diags
 
     def at(self, rec: Rec) -> int:
-        ms = _ms(rec["time"])
+        ms: int | None = rec["time"]  # epoch ms: the lowering parsed it
         if ms is not None:
             self.last = ms
             return ms
@@ -249,10 +259,21 @@ class _Clock:
 def _arguments(rec: Rec) -> tuple[str, str]:
     """``arguments_json`` text and its ``argument_integrity``."""
     args = rec["call"]["arguments"]
-    if isinstance(args, dict) and set(args) == {"_raw"} and isinstance(args["_raw"], str):
+    if not isinstance(args, dict):
+        return _JSON.encode(args), "non_object_json"
+    if len(args) == 1 and "_raw" in args and isinstance(args["_raw"], str):
         return (args["_raw"] or "{}"), "malformed_json"
+    if all(type(value) in _FLAT for value in args.values()):
+        try:  # no float among them: orjson writes the stdlib's bytes (see _dumps)
+            return orjson.dumps(args).decode(), "valid"
+        except TypeError:  # a key that is not a str, an integer beyond 64 bits
+            pass
     # the stdlib encoder: arguments may hold floats, which orjson writes differently (1e-05)
-    return _JSON.encode(args), ("valid" if isinstance(args, dict) else "non_object_json")
+    return _JSON.encode(args), "valid"
+
+
+#: the types of a flat argument value that orjson and the stdlib encoder write alike
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 def _status(rec: Rec, diags: Diagnostics) -> str:
@@ -295,31 +316,6 @@ class _Step:
     results: list[Rec] = field(default_factory=list)
 
 
-def _steps(turn: _Turn, diags: Diagnostics) -> list[_Step]:
-    steps: list[_Step] = []
-    cur: _Step | None = None
-    for rec in turn.items:
-        if rec["kind"] == "user":
-            diags.add("untranslated-steering", rec["id"])
-        elif rec["kind"] == "assistant":
-            if cur is not None:
-                steps.append(cur)
-            cur = _Step(text=rec["text"])
-        elif rec["kind"] == "tool-call":
-            if cur is None or cur.results:
-                if cur is not None:
-                    steps.append(cur)
-                cur = _Step()
-            cur.calls.append(rec)
-        elif rec["kind"] == "tool-result":
-            if cur is None:
-                cur = _Step()
-            cur.results.append(rec)
-    if cur is not None:
-        steps.append(cur)
-    return steps
-
-
 def _legacy_call(rec: Rec) -> Obj:
     args, _integrity = _arguments(rec)
     return {
@@ -331,17 +327,19 @@ def _legacy_call(rec: Rec) -> Obj:
 
 
 def _legacy_result(rec: Rec, name: str, ms: int, diags: Diagnostics) -> Obj:
-    size = len(rec["result"]["output"].encode("utf-8"))
-    if rec["result"].get("exit_code") is not None:
+    result = rec["result"]
+    output: str = result["output"]
+    size = len(output) if output.isascii() else len(output.encode("utf-8"))
+    if result.get("exit_code") is not None:
         diags.add("untranslated-exit-code", rec["id"])
     return {
-        "tool_call_id": rec["result"]["call_id"],
+        "tool_call_id": result["call_id"],
         "tool_name": name,
         "status": _status(rec, diags),
-        "output": rec["result"]["output"],
+        "output": output,
         "output_bytes": size,
         "stored_output_bytes": size,
-        "truncated": rec["result"].get("truncated", False),
+        "truncated": result.get("truncated", False),
         "provider_native": False,
         "created_at_ms": ms,
         "permission_feedback": [],
@@ -350,23 +348,50 @@ def _legacy_result(rec: Rec, name: str, ms: int, diags: Diagnostics) -> Obj:
 
 def emit_legacy_turn(turn: _Turn, clock: _Clock, diags: Diagnostics, extra: list[str]) -> Obj:
     """One ``history`` entry; the ids of in-flight calls it has no room for go to ``extra``."""
-    names = {r["call"]["id"]: r["call"]["name"] for r in turn.items if r["kind"] == "tool-call"}
+    add = diags.add
+    user = turn.user
+    if user["time"] is not None:  # only results carry a time in the legacy layout
+        add("untranslated-time", user["id"])
+        clock.last = user["time"]
+    # one pass over the items: the clock, what has no slot, and the steps (an assistant text,
+    # the calls after it, their results; a call after a result opens a step)
+    names: dict[str, str] = {}
     result_ms: dict[str, int] = {}
-    for rec in [turn.user, *turn.items]:
-        # only results carry a time in the legacy layout (created_at_ms)
-        if rec["kind"] == "tool-result":
-            result_ms[rec["id"]] = clock.at(rec)
-        elif rec["time"] is not None:
-            diags.add("untranslated-time", rec["id"])
-            clock.last = _ms(rec["time"])
-        if rec["kind"] == "assistant" and rec.get("model"):
-            diags.add("untranslated-model", rec["id"])  # a legacy history holds no model
+    steps: list[_Step] = []
+    cur: _Step | None = None
+    for rec in turn.items:
+        kind = rec["kind"]
+        if kind == "tool-result":
+            result_ms[rec["id"]] = clock.at(rec)  # its created_at_ms
+            if cur is None:
+                cur = _Step()
+            cur.results.append(rec)
+            continue
+        if rec["time"] is not None:
+            add("untranslated-time", rec["id"])
+            clock.last = rec["time"]
+        if kind == "assistant":
+            if rec.get("model"):
+                add("untranslated-model", rec["id"])  # a legacy history holds no model
+            if cur is not None:
+                steps.append(cur)
+            cur = _Step(text=rec["text"])
+        elif kind == "tool-call":
+            names[rec["call"]["id"]] = rec["call"]["name"]
+            if cur is None or cur.results:
+                if cur is not None:
+                    steps.append(cur)
+                cur = _Step()
+            cur.calls.append(rec)
+        elif kind == "user":
+            add("untranslated-steering", rec["id"])
+    if cur is not None:
+        steps.append(cur)
     for held in (turn.interruption, turn.partial):  # held as an interrupted turn, untimed
         if held is not None and held["time"] is not None:
-            diags.add("untranslated-time", held["id"])
+            add("untranslated-time", held["id"])
         if held is not None and held["kind"] == "assistant" and held.get("model"):
-            diags.add("untranslated-model", held["id"])
-    steps = _steps(turn, diags)
+            add("untranslated-model", held["id"])
     final: str | None = None
     if (
         turn.interrupted is None
@@ -560,7 +585,7 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
                 diags.add("untranslated-model", partial["id"])
             if partial["time"] is None:
                 diags.add("timestamps-synthesized", partial["id"])
-            elif _ms(partial["time"]) != at:
+            elif partial["time"] != at:
                 diags.add("untranslated-time", partial["id"])
         frames.add(
             at,
