@@ -28,7 +28,7 @@ import hashlib
 import itertools
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,11 +241,25 @@ def _lossy(allow_lossy: bool, rid: str, what: str) -> None:
 
 
 class _Clock:
-    """Times fx needs: the record's own, else the nearest earlier known one (synthesized)."""
+    """Times fx needs: the record's own, else the nearest earlier known one (synthesized).
 
-    def __init__(self, start: int | None, diags: Diagnostics) -> None:
-        self.last = start
+    A ``start`` of ``None`` is found by ``find`` when first needed (:meth:`now`): a record
+    time set before that makes it moot, and a session that never needs it (a legacy history
+    whose results all come after a time, or that has none) is not searched for it.
+    """
+
+    def __init__(
+        self, start: int | None, diags: Diagnostics, find: Callable[[], int] | None = None
+    ) -> None:
+        self.last = start  # None: the start, not yet found
         self.diags = diags
+        self._find = find
+
+    def now(self) -> int:
+        """The last known time, else the start."""
+        if self.last is None:
+            self.last = self._find() if self._find is not None else 0
+        return self.last
 
     def at(self, rec: Rec) -> int:
         ms: int | None = rec["time"]  # epoch ms: the lowering parsed it
@@ -253,7 +267,7 @@ class _Clock:
             self.last = ms
             return ms
         self.diags.add("timestamps-synthesized", rec["id"])
-        return self.last if self.last is not None else 0
+        return self.now()
 
 
 def _arguments(rec: Rec) -> tuple[str, str]:
@@ -459,7 +473,9 @@ class _History:
 
     def turn(self, turn: _Turn, clock: _Clock, diags: Diagnostics) -> None:
         entry = _dumps(emit_legacy_turn(turn, clock, diags, self.extra))
-        self.file.write(b"," + entry if self.count else entry)
+        if self.count:
+            self.file.write(b",")  # apart: the buffered file copies the entry once
+        self.file.write(entry)
         self.count += 1
 
     def close(self) -> None:
@@ -576,7 +592,7 @@ def emit_v4_turn(turn: _Turn, frames: _Frames, clock: _Clock, diags: Diagnostics
                     "terminal_action_presentation": None,
                 },
             )
-    end = clock.last if clock.last is not None else 0
+    end = clock.now()
     if turn.interruption is not None:
         at = clock.at(turn.interruption)
         partial = turn.partial
@@ -615,16 +631,15 @@ def _emit(
     Records without a time take the nearest earlier one, the first ones the session's start;
     when the Snapshot has none, that is the first record time (0 when no record has one).
     When the first turn is handed on before the pass met a time, the records are searched
-    for it first (:func:`_first_time`), so no turn waits in memory for it.
+    for it (:func:`_first_time`) when a record first needs it, so no turn waits in memory
+    for it.
     """
     created = _ms(snapshot.session.created_at)
     clock: _Clock | None = None
     for turn in lowering.turns(_dicts(snapshot.records)):
         if clock is None:
             start = created if created is not None else lowering.first
-            if start is None:
-                start = _first_time(snapshot.records) or 0
-            clock = _Clock(start, diags)
+            clock = _Clock(start, diags, lambda: _first_time(snapshot.records) or 0)
         out.turn(turn, clock, diags)
     start = created if created is not None else (lowering.first or 0)
     return start, clock or _Clock(start, diags)
@@ -740,7 +755,7 @@ def plan(
                 "refusing to write fx schema 4: the session has no absolute "
                 "working directory; pass --cwd DIR"
             )
-        updated = max(_ms(session.updated_at) or clock.last or created, created)
+        updated = max(_ms(session.updated_at) or clock.now() or created, created)
         meta = _meta4(snapshot, sid, workdir, created, updated, model, diags)
         for ref, (offset, size) in sorted(out.bodies.items()):
             body = out.pack.blob(offset, size)
