@@ -649,6 +649,8 @@ def _emit(
 #: level deep: a record's members are indented six spaces, deeper members more, and a JSON
 #: string holds no raw newline); a Snapshot time is 24 characters, none of them a quote
 _RECORD_TIME = re.compile(rb'\n      "time": "([^"\\]{1,64})"')
+#: where :data:`_RECORD_TIME` starts
+_TIME_KEY = b'\n      "time": "'
 #: bytes kept from one piece of the array for the next: more than a match can span
 _TIME_SPAN = 96
 
@@ -662,9 +664,13 @@ def _first_time(records: Sequence[Record]) -> int | None:
     tail = b""
     for piece in records.array_pieces():
         data = tail + piece
-        found = _RECORD_TIME.search(data)
-        if found is not None:
-            return _ms(found[1].decode())
+        # bytes.find, then the pattern where it starts: some times faster than re's search
+        at = data.find(_TIME_KEY)
+        while at >= 0:
+            found = _RECORD_TIME.match(data, at)
+            if found is not None:
+                return _ms(found[1].decode())
+            at = data.find(_TIME_KEY, at + 1)
         tail = data[-_TIME_SPAN:]
     return None
 
