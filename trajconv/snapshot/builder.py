@@ -143,11 +143,70 @@ _KEYS = {
     "tool-result": _BASE_KEYS | {"result"},
 }
 _CALL_KEYS = {"id", "name", "arguments"}
+_TEXT_KINDS = frozenset(kind for kind, keys in _KEYS.items() if keys == _TEXT_KEYS)
+_NO_MODEL: Any = object()
+"""``model`` of :meth:`SnapshotBuilder._add` for a record without one."""
 _RESULT_KEYS = {"call_id", "ok", "output", "truncated", "exit_code"}
 
 
 def _safe_int(value: Any, low: int = -_SAFE) -> bool:
     return type(value) is int and low <= value <= _SAFE
+
+
+_TIMES: set[str] = set()
+"""Times :data:`_SNAPSHOT_TIME` matched (at most :data:`_TIMES_KEPT`, then it starts
+over): the records of a native line share its time, which ``time_from_iso`` checked."""
+_TIMES_KEPT = 8192
+
+
+def _known_time(time: str) -> bool:
+    """Whether ``time`` is in the Snapshot's time format (:data:`_SNAPSHOT_TIME`)."""
+    if time in _TIMES:
+        return True
+    if _SNAPSHOT_TIME.fullmatch(time) is None:
+        return False
+    if len(_TIMES) >= _TIMES_KEPT:
+        _TIMES.clear()
+    _TIMES.add(time)
+    return True
+
+
+def _plain_head(rid: Any, time: Any, turn: Any, ev: Any) -> bool:
+    """:func:`plain_record` of the members every record has (``seq`` and ``kind`` aside):
+    an id, a time, a turn and an evidence the models accept, of plain JSON."""
+    # _safe_int written out: this runs once per record
+    if not (
+        type(rid) is str
+        and (time is None or (type(time) is str and _known_time(time)))
+        and (turn is None or (type(turn) is int and -_SAFE <= turn <= _SAFE))
+        and type(ev) is dict
+        and ev.keys() == _EVIDENCE_KEYS
+    ):
+        return False
+    units, line = ev["units"], ev["line"]
+    return (
+        type(ev["artifact"]) is str
+        and type(ev["native"]) is str
+        and type(units) is int
+        and 0 <= units <= _SAFE
+        and (line is None or (type(line) is int and -_SAFE <= line <= _SAFE))
+        and (ev["json_path"] is None or type(ev["json_path"]) is str)
+        and (ev["native_id"] is None or type(ev["native_id"]) is str)
+    )
+
+
+def _plain_call(call_id: Any, name: Any, arguments: Any) -> bool:
+    return type(call_id) is str and type(name) is str and hashing.plain_json(arguments)
+
+
+def _plain_result(call_id: Any, ok: Any, output: Any, truncated: Any, code: Any) -> bool:
+    return (
+        type(call_id) is str
+        and (ok is None or type(ok) is bool)
+        and type(output) is str
+        and type(truncated) is bool
+        and (code is None or _safe_int(code))
+    )
 
 
 def plain_record(rec: dict[str, Any]) -> bool:
@@ -158,36 +217,18 @@ def plain_record(rec: dict[str, Any]) -> bool:
     Sound, not complete: ``False`` means the builder asks pydantic and ``rfc8785``, as it
     always did, so only the common record skips the two (about 6.5 us a record against
     2 us here). ``tests/core/test_canonical.py`` checks that every record this accepts
-    is accepted by both.
+    is accepted by both. The builder checks the records it makes from their parts, as
+    they are added (:meth:`SnapshotBuilder.add_text`), the same way.
     """
     kind = rec.get("kind")
     keys = _KEYS.get(kind) if type(kind) is str else None
     if keys is None or rec.keys() != keys:
         return False
     seq = rec["seq"]
-    time = rec["time"]
-    turn = rec["turn"]
-    ev = rec["evidence"]
-    # _safe_int written out: this runs once per record
     if not (
         type(seq) is int
         and 0 <= seq <= _SAFE
-        and type(rec["id"]) is str
-        and (time is None or (type(time) is str and _SNAPSHOT_TIME.fullmatch(time) is not None))
-        and (turn is None or (type(turn) is int and -_SAFE <= turn <= _SAFE))
-        and type(ev) is dict
-        and ev.keys() == _EVIDENCE_KEYS
-    ):
-        return False
-    units, line = ev["units"], ev["line"]
-    if not (
-        type(ev["artifact"]) is str
-        and type(ev["native"]) is str
-        and type(units) is int
-        and 0 <= units <= _SAFE
-        and (line is None or (type(line) is int and -_SAFE <= line <= _SAFE))
-        and (ev["json_path"] is None or type(ev["json_path"]) is str)
-        and (ev["native_id"] is None or type(ev["native_id"]) is str)
+        and _plain_head(rec["id"], rec["time"], rec["turn"], rec["evidence"])
     ):
         return False
     if kind == "tool-call":
@@ -195,21 +236,14 @@ def plain_record(rec: dict[str, Any]) -> bool:
         return (
             type(call) is dict
             and call.keys() == _CALL_KEYS
-            and type(call["id"]) is str
-            and type(call["name"]) is str
-            and hashing.plain_json(call["arguments"])
+            and _plain_call(call["id"], call["name"], call["arguments"])
         )
     if kind == "tool-result":
         res = rec["result"]
         if type(res) is not dict or res.keys() != _RESULT_KEYS:
             return False
-        ok, code = res["ok"], res["exit_code"]
-        return (
-            type(res["call_id"]) is str
-            and (ok is None or type(ok) is bool)
-            and type(res["output"]) is str
-            and type(res["truncated"]) is bool
-            and (code is None or _safe_int(code))
+        return _plain_result(
+            res["call_id"], res["ok"], res["output"], res["truncated"], res["exit_code"]
         )
     model = rec.get("model")
     return type(rec["text"]) is str and (model is None or type(model) is str)
@@ -217,7 +251,7 @@ def plain_record(rec: dict[str, Any]) -> bool:
 
 def time_from_iso(text: str) -> str | None:
     """Normalise an RFC 3339 / ISO 8601 time with an offset; ``None`` when unparsable."""
-    if len(text) == 24 and _SNAPSHOT_TIME.fullmatch(text):
+    if len(text) == 24 and _known_time(text):
         return text
     moment = _moment(text)
     if moment is None:
@@ -226,6 +260,31 @@ def time_from_iso(text: str) -> str | None:
         return iso_ms(moment)
     except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first UTC instant
         return None
+
+
+_utf8_decoder = codecs.getincrementaldecoder("utf-8")
+
+
+def _is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8, decoded a :data:`CHUNK` at a time as
+    :class:`ArtifactWriter` checks it (decoding makes a string of what it is given)."""
+    if data.isascii():
+        return True
+    if len(data) <= CHUNK:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+    decoder = _utf8_decoder()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), CHUNK):
+            decoder.decode(view[start : start + CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class ArtifactWriter:
@@ -237,7 +296,7 @@ class ArtifactWriter:
         self._offset = fh.tell()
         self._check_utf8 = check_utf8
         self._sha = hashlib.sha256()
-        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._utf8: codecs.IncrementalDecoder | None = None  # made at the first non-ASCII byte
         self._is_utf8 = True
         self.size = 0
 
@@ -245,22 +304,26 @@ class ArtifactWriter:
         self._fh.write(chunk)
         self._sha.update(chunk)
         self.size += len(chunk)
-        if (
-            self._check_utf8
-            and self._is_utf8
-            and not (chunk.isascii() and not self._utf8.getstate()[0])
-        ):
-            view = memoryview(chunk)
-            try:
-                # checked a piece at a time: decoding makes a string of what it is given
-                for start in range(0, len(chunk), CHUNK):
-                    self._utf8.decode(view[start : start + CHUNK])
-            except UnicodeDecodeError:
-                self._is_utf8 = False
+        if not (self._check_utf8 and self._is_utf8):
+            return
+        utf8 = self._utf8
+        if utf8 is None:
+            if chunk.isascii():
+                return
+            utf8 = self._utf8 = _utf8_decoder()
+        elif chunk.isascii() and not utf8.getstate()[0]:
+            return
+        view = memoryview(chunk)
+        try:
+            # checked a piece at a time: decoding makes a string of what it is given
+            for start in range(0, len(chunk), CHUNK):
+                utf8.decode(view[start : start + CHUNK])
+        except UnicodeDecodeError:
+            self._is_utf8 = False
 
     def finish(self, media_type: str, file: int) -> ArtifactEntry:
         """The artifact's entry; ``file`` is the index of its spool file in the builder."""
-        if self._is_utf8:
+        if self._is_utf8 and self._utf8 is not None:
             try:
                 self._utf8.decode(b"", final=True)
             except UnicodeDecodeError:
@@ -311,6 +374,8 @@ class SnapshotBuilder:
         self._utf8_later: dict[str, Callable[[], bool | None]]
         self._files: list[Path]
         self._pack: BinaryIO
+        self._root: SnapshotBuilder = self if _parent is None else _parent
+        self._pack_end = 0  # the root's: the size of its pack so far
         if _parent is not None:  # a sub-agent: the parent's spool, artifacts, diagnostics
             self.diagnostics = _parent.diagnostics
             self._spool = _parent._spool
@@ -329,6 +394,7 @@ class SnapshotBuilder:
         self._digest = b""  # the chain head is computed at the first flush
         self._head_source: Source | None = None
         self._tail: list[dict[str, Any]] = []  # records not yet hashed, oldest first
+        self._plain: list[bool | None] = []  # plain_record of each (None: ask it)
         self._count = 0
         self._hold: int | None = None
 
@@ -350,24 +416,32 @@ class SnapshotBuilder:
         time: str | None,
         turn: int | None,
         evidence: EvidenceFields,
-        body: dict[str, Any],
+        member: str,
+        value: Any,
+        plain: bool,
+        model: Any = _NO_MODEL,
     ) -> int:
+        """Add a record of ``kind`` whose body is ``member: value`` (and ``model``);
+        ``plain``: what :func:`plain_record` says of it, worked out from its parts."""
         seq = self._count
-        self._count += 1
+        self._count = seq + 1
         # The members in the models' order (hash goes after evidence when spooled), so
         # a spooled line is the record as the Snapshot file holds it.
-        self._tail.append(
-            {
-                "seq": seq,
-                "id": rid,
-                "time": time,
-                "turn": turn,
-                "evidence": dict(evidence),  # a reader may give one to several records
-                "kind": kind,
-                **body,
-            }
-        )
-        if len(self._tail) > 2 * self._TAIL:
+        rec = {
+            "seq": seq,
+            "id": rid,
+            "time": time,
+            "turn": turn,
+            "evidence": dict(evidence),  # a reader may give one to several records
+            "kind": kind,
+            member: value,
+        }
+        if model is not _NO_MODEL:
+            rec["model"] = model
+        tail = self._tail
+        tail.append(rec)
+        self._plain.append(plain and seq <= _SAFE and _plain_head(rid, time, turn, rec["evidence"]))
+        if len(tail) > 2 * self._TAIL:
             self._flush(self._count - self._TAIL)
         return seq
 
@@ -385,11 +459,12 @@ class SnapshotBuilder:
         digest = self._digest
         append = self._records.append
         dumps, sha256 = orjson.dumps, hashlib.sha256
-        for rec in self._tail:
+        for rec, plain in zip(self._tail, self._plain, strict=True):
             if rec["seq"] >= below:
                 break
             # hashing.record_digest, inlined for the plain record (a third of its time)
-            plain = plain_record(rec)
+            if plain is None:  # amended
+                plain = plain_record(rec)
             body: bytes | None = None
             if plain:
                 try:
@@ -407,13 +482,12 @@ class SnapshotBuilder:
                     raise FormatError(
                         ev["artifact"], f"record {rec['id']}: {exc}", line=ev["line"]
                     ) from None
-            chained = sha256(digest)
-            chained.update(body)
-            digest = chained.digest()
+            digest = sha256(digest + body).digest()
             append(rec, hashing.PREFIX + digest.hex(), checked=plain)
             keep += 1
         self._digest = digest
         del self._tail[:keep]
+        del self._plain[:keep]
 
     def hold(self, seq: int) -> None:
         """Keep record ``seq`` and all after it amendable until ``release``."""
@@ -430,6 +504,7 @@ class SnapshotBuilder:
         if seq < first:
             raise ValueError(f"record {seq} is already written")
         self._tail[seq - first].update(fields)
+        self._plain[seq - first] = None  # checked again when it is spooled
 
     def add_text(
         self,
@@ -442,10 +517,13 @@ class SnapshotBuilder:
         evidence: EvidenceFields,
         model: str | None = None,
     ) -> int:
-        body: dict[str, Any] = {"text": text}
         if kind in ("assistant", "reasoning"):
-            body["model"] = model
-        return self._add(kind, rid, time, turn, evidence, body)
+            plain = (
+                type(kind) is str and type(text) is str and (model is None or type(model) is str)
+            )
+            return self._add(kind, rid, time, turn, evidence, "text", text, plain, model)
+        plain = type(kind) is str and kind in _TEXT_KINDS and type(text) is str
+        return self._add(kind, rid, time, turn, evidence, "text", text, plain)
 
     def add_call(
         self,
@@ -459,7 +537,8 @@ class SnapshotBuilder:
         evidence: EvidenceFields,
     ) -> int:
         call = {"id": call_id, "name": name, "arguments": arguments}
-        return self._add("tool-call", rid, time, turn, evidence, {"call": call})
+        plain = _plain_call(call_id, name, arguments)
+        return self._add("tool-call", rid, time, turn, evidence, "call", call, plain)
 
     def add_result(
         self,
@@ -481,7 +560,8 @@ class SnapshotBuilder:
             "truncated": truncated,
             "exit_code": exit_code,
         }
-        return self._add("tool-result", rid, time, turn, evidence, {"result": result})
+        plain = _plain_result(call_id, ok, output, truncated, exit_code)
+        return self._add("tool-result", rid, time, turn, evidence, "result", result, plain)
 
     @property
     def record_count(self) -> int:
@@ -497,17 +577,30 @@ class SnapshotBuilder:
         return None if i is None else self._artifacts.entry(i)[3]
 
     def add_artifact(
-        self, name: str, media_type: str, data: bytes, *, parsed: Any = secrets.UNPARSED
+        self,
+        name: str,
+        media_type: str,
+        data: bytes,
+        *,
+        parsed: Any = secrets.UNPARSED,
+        utf8: bool | None = None,
     ) -> Blob:
         """Keep a small native file's bytes; JSON and YAML lose credential-looking members.
 
-        ``parsed``: for JSON, ``orjson.loads(data)`` when the reader has it already; the
-        bytes are then neither parsed nor checked for UTF-8 again (orjson takes only UTF-8).
+        ``parsed``: for JSON, the value of ``data`` when the reader has it already, as
+        ``orjson.loads`` or ``json.loads`` gives it: the credential check looks only at its
+        member names, which the two give alike, and strips ``json.loads(data)`` when it
+        finds one (:func:`secrets.strip_json_bytes`), so the bytes are not parsed again.
+        ``utf8``: whether ``data`` is UTF-8, when the reader knows (then not checked
+        again); ``None`` is a check of the bytes, but for JSON handed over ``parsed``,
+        where it is taken as ``orjson.loads``'s value, which only UTF-8 gives (a
+        ``json.loads`` value says nothing: json also reads UTF-16 and lone surrogates).
         Returns the bytes kept (after stripping).
         """
         dropped: list[str] = []
-        checked = media_type == "application/json" and parsed is not secrets.UNPARSED
         if media_type == "application/json":
+            if utf8 is None and parsed is not secrets.UNPARSED:
+                utf8 = True
             data, dropped = secrets.strip_json_bytes(data, parsed)
         elif media_type in ("application/yaml", "text/yaml"):
             data, dropped = secrets.strip_yaml_bytes(data)
@@ -515,9 +608,16 @@ class SnapshotBuilder:
             data, dropped = secrets.strip_jsonl_bytes(data)
         for path in dropped:
             self.diagnostics.add("secret-dropped", f"{name}:{path}")
-        writer = ArtifactWriter(name, self._pack, check_utf8=not checked)
-        writer.write(data)
-        self._artifacts.put(writer.finish(media_type, 0))
+        # ArtifactWriter's entry, for bytes held whole: one write to the pack, one hash
+        root = self._root
+        offset = root._pack_end
+        self._pack.write(data)
+        root._pack_end = offset + len(data)
+        if utf8 is None:
+            utf8 = _is_utf8(data)
+        sha256 = hashlib.sha256(data).hexdigest()
+        encoding: Literal["utf8", "base64"] = "utf8" if utf8 else "base64"
+        self._artifacts.put((name, media_type, sha256, len(data), encoding, 0, offset))
         return Blob.from_bytes(data)
 
     @contextlib.contextmanager

@@ -38,7 +38,6 @@ from trajconv.codecs.vibe import layout
 from trajconv.errors import FormatError, LimitError
 from trajconv.snapshot.builder import SnapshotBuilder, time_from_iso, time_from_ms
 from trajconv.snapshot.models import Session, Snapshot, Source
-from trajconv.snapshot.secrets import UNPARSED
 
 READER = "vibe/1"
 
@@ -78,17 +77,15 @@ def _json(path: Path, data: bytes) -> Any:
         raise FormatError(path, f"not JSON: {exc}") from None
 
 
-def _reusable(data: bytes, value: Any) -> Any:
-    """``json.loads(data)`` for the artifact's secret check, which finds the same member
-    names in it as in orjson's value (orjson refusing it, json's value is checked anyway);
-    only for UTF-8 bytes, since the artifact then skips its UTF-8 check (``json.loads``
-    also takes UTF-16 and encoded surrogates)."""
+def _utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8: said to ``add_artifact`` with the chunk's ``json.loads``
+    value, which does not tell (json also takes UTF-16 and encoded surrogates)."""
     if not data.isascii():
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
-            return UNPARSED
-    return value
+            return False
+    return True
 
 
 def _object(path: Path, value: Any, what: str) -> dict[str, Any]:
@@ -306,7 +303,7 @@ def read(path: Path, *, session: str | None = None, limits: Limits | None = None
         if not isinstance(items, list):
             raise FormatError(chunk_path, "a transcript chunk is not a JSON array")
         proj.name = f"chunks/{digest}.json"
-        b.add_artifact(proj.name, "application/json", data, parsed=_reusable(data, items))
+        b.add_artifact(proj.name, "application/json", data, parsed=items, utf8=_utf8(data))
         for i, item in enumerate(items):
             proj.item(n, i + 1, item)
             n += 1
