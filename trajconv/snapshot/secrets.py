@@ -58,18 +58,33 @@ def strip(value: Any, path: str = "$") -> tuple[Any, list[str]]:
     return value, dropped
 
 
+_CLEAN_NAMES: set[str] = set()
+"""Member names :func:`is_secret_key` found clean (at most :data:`_CLEAN_KEPT`): a
+session's documents repeat a few names, so most objects are checked by one
+``issuperset``, in C, instead of a lookup per name."""
+_CLEAN_KEPT = 4096
+
+
 def has_secret_key(value: Any) -> bool:
     """Whether a parsed JSON value has a member whose name looks like a credential."""
+    clean = _CLEAN_NAMES
     stack = [value]
+    pop, push = stack.pop, stack.extend
     while stack:
-        item = stack.pop()
+        item = pop()
+        if type(item) is str:  # most of a document: a string is neither
+            continue
         if isinstance(item, dict):
-            for key in item:
-                if isinstance(key, str) and is_secret_key(key):
-                    return True
-            stack.extend(item.values())
+            if not clean.issuperset(item):
+                for key in item:
+                    if key not in clean and isinstance(key, str):
+                        if is_secret_key(key):
+                            return True
+                        if len(clean) < _CLEAN_KEPT:
+                            clean.add(key)
+            push(item.values())
         elif isinstance(item, list):
-            stack.extend(item)
+            push(item)
     return False
 
 
