@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Container, Iterator, Mapping
 
     from trajconv.codecs.base import Limits
-    from trajconv.snapshot.builder import SnapshotBuilder
+    from trajconv.snapshot.builder import EvidenceFields, SnapshotBuilder
     from trajconv.snapshot.diagnostics import Diagnostics
     from trajconv.snapshot.models import Session, Snapshot
     from trajconv.snapshot.spool import Spool
@@ -138,11 +138,25 @@ def pick_session(
     return next((p for p in found if id_of(p) == session), None)
 
 
+_ISO_MS: dict[str, int] = {}
+""":func:`iso_ms` of the times seen last (at most :data:`_ISO_MS_KEPT`, then it starts
+over): a writer asks for a record's time more than once, and a line's records share one."""
+_ISO_MS_KEPT = 8192
+
+
 def iso_ms(time: str | None) -> int | None:
     """Epoch milliseconds of an RFC 3339 time as Snapshots carry it (``None`` stays ``None``)."""
     if time is None:
         return None
-    return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+    known = type(time) is str
+    if known and (ms := _ISO_MS.get(time)) is not None:
+        return ms
+    ms = int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp() * 1000)
+    if known:
+        if len(_ISO_MS) >= _ISO_MS_KEPT:
+            _ISO_MS.clear()
+        _ISO_MS[time] = ms
+    return ms
 
 
 class Opening(NamedTuple):
@@ -287,6 +301,13 @@ class LineUnit:
 
     def add(self, make: Callable[..., object], native_kind: str, path: str | None) -> str:
         """Make the line's next record with ``make(record id, evidence)``; its id."""
+        rid, ev = self._next(native_kind, path)
+        make(rid, ev)
+        self.records += 1
+        return rid
+
+    def _next(self, native_kind: str, path: str | None) -> tuple[str, EvidenceFields]:
+        """The id and evidence of the line's next record."""
         from trajconv.snapshot.builder import evidence
 
         n = self.records
@@ -299,21 +320,15 @@ class LineUnit:
             native_id=self.nid,
             units=1 if n == 0 else 0,
         )
-        make(rid, ev)
-        self.records += 1
-        return rid
+        return rid, ev
 
     def text(
         self, kind: str, text: str, native_kind: str, path: str | None, model: str | None = None
     ) -> None:
         proj = self.proj
-        self.add(
-            lambda rid, ev: proj.b.add_text(
-                kind, rid, text, time=self.time, turn=proj.turn, evidence=ev, model=model
-            ),
-            native_kind,
-            path,
-        )
+        rid, ev = self._next(native_kind, path)
+        proj.b.add_text(kind, rid, text, time=self.time, turn=proj.turn, evidence=ev, model=model)
+        self.records += 1
 
     def result(
         self,
@@ -326,20 +341,18 @@ class LineUnit:
     ) -> None:
         """The line's next record: the result of the tool call ``call_id``."""
         proj = self.proj
-        self.add(
-            lambda rid, ev: proj.b.add_result(
-                rid,
-                call_id,
-                ok,
-                output,
-                time=self.time,
-                turn=proj.turn,
-                evidence=ev,
-                exit_code=exit_code,
-            ),
-            native_kind,
-            path,
+        rid, ev = self._next(native_kind, path)
+        proj.b.add_result(
+            rid,
+            call_id,
+            ok,
+            output,
+            time=self.time,
+            turn=proj.turn,
+            evidence=ev,
+            exit_code=exit_code,
         )
+        self.records += 1
 
     def drop(self, code: str, name: str | None = None) -> None:
         self.dropped.append((code, name))

@@ -254,7 +254,8 @@ class Diagnostics:
         self, code: str, sample: str | None = None, count: int = 1, *, name: str | None = None
     ) -> None:
         """Count ``count`` occurrences of ``code``; ``name`` tallies native kind names."""
-        lookup(code)
+        if code not in REGISTRY:
+            lookup(code)  # the error
         if count <= 0:
             return
         self._counts[code] = self._counts.get(code, 0) + count
