@@ -448,6 +448,17 @@ def test_secret_stripping_examples(data: bytes) -> None:
     assert secrets.strip_json_bytes(data) == _reference_strip(data)
 
 
+def test_secret_stripping_keeps_a_lone_surrogate_escape() -> None:
+    """A document with a credential and a lone surrogate escape loses only the credential
+    (it raised UnicodeEncodeError: the surrogate cannot be written as UTF-8, only escaped)."""
+    from trajconv.snapshot import secrets
+
+    data = b'{"api_key": "sk-1", "text": "\\ud800 \xc3\xa9"}'
+    clean, dropped = secrets.strip_json_bytes(data)
+    assert dropped == ["$.api_key"]
+    assert json.loads(clean) == {"text": "\ud800 \u00e9"}
+
+
 def _reference_line_starts(block: bytes) -> set[int]:
     """The journal scan as it was first written: every hit of every word checked on its own
     (``secrets.line_starts`` keeps each name's verdict and skips hits in the same name)."""

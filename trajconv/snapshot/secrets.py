@@ -115,7 +115,11 @@ def strip_json_bytes(data: bytes, parsed: Any = UNPARSED) -> tuple[bytes, list[s
     clean, dropped = strip(value)
     if not dropped:
         return data, []
-    return json.dumps(clean, indent=2, ensure_ascii=False).encode(), dropped
+    text = json.dumps(clean, indent=2, ensure_ascii=False)
+    try:
+        return text.encode(), dropped
+    except UnicodeEncodeError:  # a lone surrogate ("\\ud800"): only its escape is UTF-8
+        return json.dumps(clean, indent=2).encode(), dropped
 
 
 _YAML_KEY = re.compile(rb"^(\s*)(?:-\s+)?[\"']?([A-Za-z0-9_.\-]+)[\"']?\s*:")
