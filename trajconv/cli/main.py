@@ -71,6 +71,8 @@ def _limits(kwargs: dict[str, Any]) -> Any:
 
 
 def write_options(func: F) -> F:
+    """``--allow-lossy``, ``--cwd`` and, in a :class:`_WritingCommand`, every writing codec's
+    own options (before ``--cwd``), which it makes only when it parses or shows its options."""
     func = click.option(
         "--allow-lossy",
         is_flag=True,
@@ -83,15 +85,36 @@ def write_options(func: F) -> F:
         help="the session's working directory: for targets that need one when the source "
         "has none; with a session id or --latest, only sessions of that folder",
     )(func)
-    for codec, option in reversed(_codec_write_options()):
-        func = click.option(
-            option.flag(codec),
-            _dest(codec, option),
-            type=click.Choice(option.choices) if option.choices else None,
-            default=None,
-            help=f"--to {codec}: {option.help}",
-        )(func)
     return func
+
+
+class _WritingCommand(click.Command):
+    """A command taking :func:`write_options`: the codecs' own options are made when its
+    parameters are first asked for (parsing its arguments, its ``--help``), so the other
+    commands and ``trajconv --help`` load no codec (issue 38)."""
+
+    _params: list[click.Parameter]
+    _codec_options_added = False
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        if not self._codec_options_added:
+            self._codec_options_added = True
+            at = next(i for i, p in enumerate(self._params) if p.name == "cwd")
+            self._params[at:at] = [
+                click.Option(
+                    (option.flag(codec), _dest(codec, option)),
+                    type=click.Choice(option.choices) if option.choices else None,
+                    default=None,
+                    help=f"--to {codec}: {option.help}",
+                )
+                for codec, option in _codec_write_options()
+            ]
+        return self._params
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._params = value
 
 
 def _codec_write_options() -> list[tuple[str, Any]]:
@@ -484,7 +507,7 @@ def _say(note: str | None) -> None:
         echo(note, err=True)
 
 
-@cli.command()
+@cli.command(cls=_WritingCommand)
 @_harness_opt("--to", "target", help_text="harness to write for", required=True)
 @click.argument("snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_out_opt("out", "export folder (a new one)", required=True)
@@ -515,7 +538,7 @@ def _install(export: Any, home: Path | None, as_json: bool) -> None:
         sys.exit(done.returncode)
 
 
-@cli.command()
+@cli.command(cls=_WritingCommand)
 @_harness_opt(
     "--from",
     "source",
