@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from trajconv.version import __version__
-
 if TYPE_CHECKING:
     from trajconv.api import codec, convert, discover, read, write
+    from trajconv.version import __version__
 
 __all__ = ["__version__", "codec", "convert", "discover", "read", "write"]
 
@@ -22,4 +21,8 @@ def __getattr__(name: str) -> Any:
         from trajconv import api
 
         return getattr(api, name)
+    if name == "__version__":  # read from the installed metadata when first asked for
+        from trajconv.version import __version__
+
+        return __version__
     raise AttributeError(name)

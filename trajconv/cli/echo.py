@@ -9,7 +9,6 @@ control as ``\\xNN`` / ``\\uNNNN`` as the views do (:func:`trajconv.textsafe.ine
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -18,7 +17,7 @@ import click
 from trajconv.textsafe import inert
 
 # what json.dumps(ensure_ascii=False) leaves raw: DEL, C1 controls, bidi controls, BOM
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_RAW_IN_JSON = "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
 
 
 def echo(message: object = "", *, nl: bool = True, err: bool = False) -> None:
@@ -26,6 +25,9 @@ def echo(message: object = "", *, nl: bool = True, err: bool = False) -> None:
 
 
 def json_text(value: Any) -> str:
-    """``value`` as indented JSON text with no control a terminal acts on."""
+    """``value`` as indented JSON text with no control a terminal acts on (:mod:`json` and
+    the pattern only when a command prints JSON: start-up, issue 38)."""
+    import json
+
     text = json.dumps(value, indent=2, ensure_ascii=False)
-    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return re.sub(_RAW_IN_JSON, lambda m: f"\\u{ord(m.group()):04x}", text)
