@@ -8,8 +8,6 @@ from __future__ import annotations
 import _thread
 import contextlib
 import os
-import shlex
-import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -202,6 +200,8 @@ def _report_export(
             }
         )
         return
+    import shlex
+
     out = export.out_dir.resolve()
     resume = " ".join(shlex.quote(a) for a in export.resume_argv)
     echo(f"wrote {export.target} session {export.session_id} to {out}")
@@ -646,6 +646,8 @@ def convert(
             _install(export, home, as_json)
     finally:
         if scratch is not None:
+            import shutil
+
             shutil.rmtree(scratch, ignore_errors=True)
 
 
