@@ -25,7 +25,7 @@ import os
 import re
 import sys
 from importlib.machinery import PathFinder
-from typing import Any
+from typing import Any, NamedTuple
 
 _NORMALIZE = re.compile(r"[-_.]+")
 
@@ -34,39 +34,14 @@ class _Fallback(Exception):
     """The fast scan cannot promise the result ``importlib.metadata`` gives."""
 
 
-class EntryPoint:
-    """One ``name = value`` line of a group (``value`` is ``module:attr``): a frozen value,
-    equal to another of the same name, value and group (written out, not a ``@dataclass``,
-    which would cost every command the import of :mod:`dataclasses` and :mod:`inspect`)."""
-
-    __slots__ = ("group", "name", "value")
+class EntryPoint(NamedTuple):
+    """One ``name = value`` line of a group (``value`` is ``module:attr``): a frozen value
+    (a NamedTuple, not a ``@dataclass``, which would cost ``trajconv --help`` the import of
+    :mod:`dataclasses` and :mod:`inspect`)."""
 
     name: str
     value: str
     group: str
-
-    def __init__(self, name: str, value: str, group: str) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "group", group)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            mine = (self.name, self.value, self.group)
-            return mine == (other.name, other.value, other.group)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.value, self.group))
-
-    def __repr__(self) -> str:
-        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
 
     def load(self) -> Any:
         """The object named by ``value``, as ``importlib.metadata.EntryPoint.load``."""
