@@ -105,3 +105,41 @@ def test_a_snapshot_file_outside_a_store_is_verified_and_written_without_the_sto
         modules = _modules(*args, cwd=tmp_path)
         assert _loaded(modules, store) == [], args
     assert (tmp_path / "out" / "prepare.py").is_file()
+
+
+FROZEN = """
+import atexit, gc, sys
+atexit.register(lambda: print(gc.get_freeze_count(), file=sys.stderr))
+sys.argv = ["trajconv", *sys.argv[1:]]
+from trajconv.cli.main import main
+main()
+"""
+
+
+def test_a_command_in_its_own_process_freezes_its_imports_and_in_a_callers_does_not(
+    tmp_path: Path,
+) -> None:
+    """Imports stay out of the collector's full passes in trajconv's own process only:
+    frozen objects are never freed, which a process running the commands (click's test
+    runner, a caller's program) must not be left with."""
+    import gc
+
+    from click.testing import CliRunner
+
+    from trajconv.cli.main import cli
+
+    args = ("read", "--from", "grok", str(GROK_SESSIONS), "-o")
+    run = subprocess.run(
+        [sys.executable, "-c", FROZEN, *args, "own.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert int(run.stderr.strip().splitlines()[-1]) > 10_000  # pydantic, the models, click
+
+    before = gc.get_freeze_count()
+    result = CliRunner().invoke(cli, [*args, str(tmp_path / "runner.json")])
+    assert result.exit_code == 0, result.output
+    assert gc.get_freeze_count() == before
+    assert (tmp_path / "own.json").read_bytes() == (tmp_path / "runner.json").read_bytes()

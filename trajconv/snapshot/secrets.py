@@ -118,7 +118,7 @@ def strip_json_bytes(data: bytes, parsed: Any = UNPARSED) -> tuple[bytes, list[s
     text = json.dumps(clean, indent=2, ensure_ascii=False)
     try:
         return text.encode(), dropped
-    except UnicodeEncodeError:  # a lone surrogate ("\\ud800"): only its escape is UTF-8
+    except UnicodeEncodeError:  # a lone surrogate (\ud800): only its escape is UTF-8
         return json.dumps(clean, indent=2).encode(), dropped
 
 
