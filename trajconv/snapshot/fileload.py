@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import io
+import contextlib
+import hashlib
 import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ import orjson
 from pydantic import ValidationError
 
 from trajconv.snapshot import hashing
-from trajconv.snapshot.builder import ArtifactWriter, assemble, meta_hash_of, plain_record
+from trajconv.snapshot.builder import assemble, meta_hash_of, plain_record
 from trajconv.snapshot.models import (
     FORMAT,
     Artifact,
@@ -70,6 +71,7 @@ from trajconv.snapshot.spool import (
 from trajconv.snapshot.strictjson import strict_loads
 
 _LINE = 1 << 20  # a line of the document's frame longer than this is not the layout
+_SCAN = 4 << 20  # a record longer than this is read line by line
 _TAIL = 64 << 20  # diagnostics and producer, after the artifacts
 _HEAD_LINES = 200  # format, id, source and session take about 20
 _RECORD = b"    {\n"
@@ -128,8 +130,6 @@ def _object(lines: list[bytes]) -> dict[str, Any]:
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_META_OPEN = b"    {\n"
-_META_CLOSE = b"\n    }"
 
 
 def _meta_object(lines: list[bytes]) -> dict[str, Any]:
@@ -145,8 +145,14 @@ def _meta_object(lines: list[bytes]) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         raise _NotTheLayout from None
     if type(value) is dict and tuple(value) == _META:
-        written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
-        if _META_OPEN + text == b"    " + written[: -len(_META_CLOSE)] + b",\n":
+        # written as an item of a top-level array: "[\n  [\n    {\n", the members, then
+        # "\n    }\n  ]\n]"; the lines hold the members and a comma (``data`` follows)
+        written = orjson.dumps([[value]], option=orjson.OPT_INDENT_2)
+        if (
+            text.endswith(b",\n")
+            and len(written) == len(text) + 22
+            and written.startswith(text[:-2], 12)
+        ):
             return value
     value = _object(lines)
     if tuple(value) != _META:
@@ -190,9 +196,20 @@ def _as_written(text: bytes, value: Any, indent: bytes = b"    ") -> bool:
     """Whether ``text``, a record's lines as the file holds them (its closing brace
     aside), is exactly how :func:`trajconv.snapshot.io.write` writes ``value``: then no
     member is named twice and no number was read as another (issue 25); otherwise the
-    record is read again by ``strict_loads``, which checks both."""
-    written = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n" + indent)
-    return indent + written[: -len(indent + b"}")] == text
+    record is read again by ``strict_loads``, which checks both.
+
+    ``value`` is written as the item of arrays nested as deep as ``indent`` says, so
+    ``orjson`` indents its lines as the file does (no replace of every newline after).
+    """
+    depth = len(indent) // 2
+    wrapped = [[value]] if depth == 2 else value
+    if depth != 2:
+        for _ in range(depth):
+            wrapped = [wrapped]
+    written = orjson.dumps(wrapped, option=orjson.OPT_INDENT_2)
+    # the arrays' opening lines, then the value's, then its closing brace and theirs
+    cut = depth * (depth + 1)
+    return len(written) == cut + len(text) + len(indent) + 1 + cut and written.startswith(text, cut)
 
 
 def _high_surrogate_escape(buf: bytes, at: int) -> bool:
@@ -266,13 +283,6 @@ def _base64_bytes(pieces: Iterator[bytes]) -> Iterator[bytes]:
 #: The file of an artifact kept beside the document (sha256, size), when it is there
 #: whole; ``None`` when it is not.
 StoredCheck = Callable[[str, int], Path | None]
-
-
-class _Discard(io.BytesIO):
-    """Where a check's artifact bytes go: nowhere (``ArtifactWriter`` hashes them)."""
-
-    def write(self, data: Any) -> int:
-        return len(data)
 
 
 @dataclass(frozen=True)
@@ -493,21 +503,12 @@ class _Loader:
     ) -> tuple[bytes, int]:
         """A records array whose items are indented by ``indent`` (a child's are deeper);
         each tool call's id goes into ``calls``."""
-        readline = self._fh.readline
         seq = 0
-        opening = indent + b"{\n"
-        ends = (indent + b"},\n", indent + b"}\n")
-        while True:
-            first = readline()
-            if first != opening:
-                raise _NotTheLayout
-            lines = [first]
-            while (line := readline()) not in ends:
-                if not line.endswith(b"\n"):
-                    raise _NotTheLayout
-                lines.append(line)
-            text = b"".join(lines)
-            rec = orjson.loads(text + b"}")
+        top = indent == b"    "
+        for item, last in self._items(indent):
+            size = len(item) - (1 if last else 2)  # up to the item's closing brace
+            rec = orjson.loads(memoryview(item)[:size])
+            text = item[: size - len(indent) - 1]  # its lines, the closing one aside
             written = _as_written(text, rec, indent)
             if not written:  # another writer's escapes or order: strictly
                 try:
@@ -518,7 +519,7 @@ class _Loader:
                 raise _NotTheLayout
             # laid out as the spool holds a record (a top-level item, its hash after its
             # evidence, where the models have it): its text is spooled as it is
-            as_spooled = written and indent == b"    " and tuple(rec)[5:6] == ("hash",)
+            as_spooled = written and top and tuple(rec)[5:6] == ("hash",)
             stated = rec.pop("hash", None)
             plain = plain_record(rec) and _in_model_order(rec)
             if not plain:  # through the models, which also put the members in order
@@ -540,27 +541,97 @@ class _Loader:
             if spool is None:
                 pass
             elif plain and as_spooled:  # the members in model order, as orjson writes them
-                spool.append_item(b",\n" + text + b"    }")
+                spool.append_item(b",\n" + item[:size])
             else:  # checked by plain_record or just now by the models
                 spool.append(rec, tag, checked=True)
             seq += 1
-            if line == ends[1]:
-                break
-        closing = b"  ],\n" if indent == b"    " else indent[:-2] + b"]\n"
+        closing = b"  ],\n" if top else indent[:-2] + b"]\n"
         if self._line() != closing:
             raise _NotTheLayout
         return digest, seq
 
+    def _items(self, indent: bytes) -> Iterator[tuple[bytes, bool]]:
+        """The items of an array of objects whose braces are indented by ``indent``: each
+        item's lines (its opening and closing ones too) and whether it was the last (its
+        closing brace without a comma); the file is then read on from just after it.
+
+        An item ends at the first line after its opening one that is its closing brace,
+        alone, as a line by line read finds it; here it is found in pieces of the file
+        read :data:`CHUNK` at a time (a ``readline`` a line cost a third of a load). An
+        item longer than :data:`_SCAN` is read line by line, so memory stays bounded.
+        """
+        fh = self._fh
+        opening = indent + b"{\n"
+        mark = b"\n" + indent + b"}"
+        first = len(opening) - 1  # the opening line's newline, from an item's start
+        buf = b""
+        at = 0  # where the next item starts in buf
+        base = fh.tell()  # the file's offset of buf[0]
+        search = first
+        while True:
+            p = buf.find(mark, search)
+            if p >= 0:
+                q = p + len(mark)
+                after = buf[q : q + 2]
+                last = after[:1] == b"\n"
+                if last or after == b",\n":
+                    if not buf.startswith(opening, at):
+                        raise _NotTheLayout
+                    end = q + 1 if last else q + 2
+                    yield buf[at:end], last
+                    if last:
+                        fh.seek(base + end)
+                        return
+                    at = end
+                    search = at + first
+                    continue
+                if len(after) == 2:  # a line that only starts as the closing one does
+                    search = p + 1
+                    continue
+                search = p  # the closing line, maybe: the piece ends within it
+            else:
+                search = max(search, len(buf) - len(mark) + 1)
+            if len(buf) - at > _SCAN:
+                fh.seek(base + at)
+                item, last = self._item_lines(opening, indent)
+                yield item, last
+                if last:
+                    return
+                buf, at, base, search = b"", 0, fh.tell(), first
+                continue
+            piece = fh.read(CHUNK)
+            if not piece:
+                raise _NotTheLayout
+            buf = buf[at:] + piece
+            search -= at
+            base += at
+            at = 0
+
+    def _item_lines(self, opening: bytes, indent: bytes) -> tuple[bytes, bool]:
+        """One item of :meth:`_items`, read line by line."""
+        readline = self._fh.readline
+        ends = (indent + b"},\n", indent + b"}\n")
+        first = readline()
+        if first != opening:
+            raise _NotTheLayout
+        lines = [first]
+        while (line := readline()) not in ends:
+            if not line.endswith(b"\n"):
+                raise _NotTheLayout
+            lines.append(line)
+        lines.append(line)
+        return b"".join(lines), line == ends[1]
+
     def _artifacts(self) -> ArtifactTable:
         table = ArtifactTable()
-        if self._spool is None:
-            pack: BinaryIO = _Discard()  # a check: the bytes are hashed, not kept
-        else:
+        pack: BinaryIO | None = None  # a check: the bytes are hashed, not kept
+        if self._spool is not None:
             path = self._spool.new_file("artifacts.bin")
             self._files.append(path)
-            pack = path.open("wb")
+            pack = path.open("wb", buffering=CHUNK)
+        offset = 0  # where the next artifact's bytes go in the pack
         last: str | None = None
-        with pack:
+        with pack if pack is not None else contextlib.nullcontext():
             while True:
                 if self._line() != _RECORD:
                     raise _NotTheLayout
@@ -575,28 +646,34 @@ class _Loader:
                 if last is not None and meta["name"] <= last:
                     raise _NotTheLayout  # the writer sorts them; the table would sort them
                 last = meta["name"]
-                if line[len(_DATA) :] == _STORED:
+                rest = line[len(_DATA) :]
+                if rest == _STORED:
                     where = self._stored(meta["sha256"], meta["size"]) if self._stored else None
                     if where is None:
                         raise _NotTheLayout
-                    if self._spool is not None:  # a load: the Snapshot reads it from there
+                    if pack is not None:  # a load: the Snapshot reads it from there
                         self._files.append(where)
                     stub = (meta["media_type"], meta["sha256"], meta["size"], meta["encoding"])
-                    table.put((last, *stub, len(self._files) - 1 if self._spool else 0, 0))
+                    table.put((last, *stub, len(self._files) - 1 if pack is not None else 0, 0))
                 else:
-                    writer = ArtifactWriter(meta["name"], pack, check_utf8=False)
-                    rest = line[len(_DATA) :]
                     if rest.endswith(b'"\n'):  # the whole string on the line: decoded at once
-                        writer.write(_whole_data(rest[:-1], meta["encoding"]))
+                        data = _whole_data(rest[:-1], meta["encoding"])
+                        if pack is not None:
+                            pack.write(data)
+                        sha256, size = hashlib.sha256(data).hexdigest(), len(data)
                     else:
+                        digest, size = hashlib.sha256(), 0
                         for chunk in self._data(rest, meta["encoding"]):
-                            writer.write(chunk)
-                    name, media, sha256, size, _enc, file, offset = writer.finish(
-                        meta["media_type"], 0
-                    )
+                            if pack is not None:
+                                pack.write(chunk)
+                            digest.update(chunk)
+                            size += len(chunk)
+                        sha256 = digest.hexdigest()
                     if sha256 != meta["sha256"] or size != meta["size"]:
                         raise _NotTheLayout
-                    table.put((name, media, sha256, size, meta["encoding"], file, offset))
+                    at = offset if pack is not None else 0
+                    table.put((last, meta["media_type"], sha256, size, meta["encoding"], 0, at))
+                    offset += size
                 if self._item_end():
                     break
         return table
