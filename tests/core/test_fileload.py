@@ -361,3 +361,89 @@ def test_string_pieces_decode_wherever_the_body_is_cut(
     edges = sorted({min(c, len(body)) for c in cuts} | {0, len(body)})
     parts = [body[a:b] for a, b in itertools.pairwise(edges)]
     assert b"".join(_string_bytes(iter(parts))) == text.encode()
+
+
+@pytest.mark.parametrize(("piece", "scan"), [(1, 1 << 30), (7, 1 << 30), (64, 200), (4096, 0)])
+def test_records_found_in_pieces_of_any_size_load_as_line_by_line(
+    piece: int, scan: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A record's end is searched for in pieces of the file (a closing line may straddle
+    # two), and a record longer than the scan limit is read line by line; either way
+    # the same Snapshot, and a cut or changed closing line is still refused.
+    from trajconv.snapshot import fileload
+
+    monkeypatch.setattr(fileload, "_PIECE", piece)
+    monkeypatch.setattr(fileload, "_SCAN", scan)
+    file = tmp_path / "snap.json"
+    snap = _built()
+    io.dump(snap, file)
+    streamed = _check_same(file)
+    assert streamed == snap and io.dumps(streamed) == file.read_bytes()
+    data = file.read_bytes()
+    for old, new in (
+        (b"\n    },\n    {\n", b"\n    },\n    },\n"),
+        (b"\n    }\n  ],\n", b"\n    }\n"),
+    ):
+        assert old in data
+        (tmp_path / "bad.json").write_bytes(data.replace(old, new, 1))
+        assert verify_streamed(tmp_path / "bad.json") is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(
+        st.lists(
+            st.sampled_from(
+                [b'      "a": 1,\n', b"    }}\n", b"    }, \n", b"      },\n", b"  }\n", b"x\n"]
+            ),
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    ends=st.lists(st.sampled_from([b"    },\n", b"    }\n", b"    }", b"    },"]), max_size=5),
+    piece=st.integers(min_value=1, max_value=40),
+    scan=st.integers(min_value=0, max_value=200),
+)
+def test_the_items_found_in_pieces_are_the_ones_read_line_by_line(
+    items: list[list[bytes]], ends: list[bytes], piece: int, scan: int
+) -> None:
+    import io as stdio
+
+    from trajconv.snapshot import fileload
+
+    ends = ends + [b"    },\n"] * len(items)
+    data = b"".join(
+        b"    {\n" + b"".join(lines) + end for lines, end in zip(items, ends, strict=False)
+    )
+    data += b"  ],\n"
+
+    def line_by_line() -> tuple[list[tuple[bytes, bool]], int | None]:
+        loader = fileload._Loader(stdio.BytesIO(data), keep=False)
+        found: list[tuple[bytes, bool]] = []
+        try:
+            while not (found and found[-1][1]):
+                found.append(loader._item_lines(b"    {\n", b"    "))
+        except _NotTheLayout:
+            return found, None
+        return found, loader._fh.tell()
+
+    def in_pieces() -> tuple[list[tuple[bytes, bool]], int | None]:
+        loader = fileload._Loader(stdio.BytesIO(data), keep=False)
+        found: list[tuple[bytes, bool]] = []
+        try:
+            found.extend(loader._items(b"    "))
+        except _NotTheLayout:
+            return found, None
+        return found, loader._fh.tell()
+
+    saved = fileload._PIECE, fileload._SCAN
+    fileload._PIECE, fileload._SCAN = piece, scan
+    try:
+        expected, got = line_by_line(), in_pieces()
+    finally:
+        fileload._PIECE, fileload._SCAN = saved
+    if expected[1] is None:
+        assert got[1] is None  # refused either way (items before may be found or not)
+    else:
+        assert got == expected
