@@ -571,14 +571,18 @@ class _Loader:
         fh = self._fh
         opening = indent + b"{\n"
         mark = b"\n" + indent + b"}"
+        # a line's indent is most of its bytes: bytes.find, skipping by the last byte
+        # only, took a third longer than the regular expression's scan
+        find = re.compile(re.escape(mark)).search
         first = len(opening) - 1  # the opening line's newline, from an item's start
         buf = b""
         at = 0  # where the next item starts in buf
         base = fh.tell()  # the file's offset of buf[0]
         search = first
         while True:
-            p = buf.find(mark, search)
-            if p >= 0:
+            found = find(buf, search)
+            if found is not None:
+                p = found.start()
                 q = p + len(mark)
                 after = buf[q : q + 2]
                 last = after[:1] == b"\n"
