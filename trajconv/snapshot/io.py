@@ -61,16 +61,31 @@ def _data_pieces(blob: Blob, encoding: str) -> Iterator[bytes]:
     yield b'"'
 
 
-def _artifact(meta: dict[str, Any], blob: Blob | None, inline: bool) -> Any:
-    """An artifact's members; ``data`` from its Blob when ``inline`` (streamed when large),
-    ``null`` when the bytes live beside the document."""
-    if not inline or blob is None:
-        return {**meta, "data": None}
-    if blob.size < _INLINE_BELOW:
-        data = blob.read()
-        text = base64.b64encode(data).decode() if meta["encoding"] == "base64" else data.decode()
-        return {**meta, "data": text}
-    return Members(meta, data=Raw(_data_pieces(blob, meta["encoding"])))
+def _artifact_pieces(artifacts: Iterable[Any], inline: bool) -> Iterator[bytes]:
+    """The artifacts array as ``OPT_INDENT_2`` writes it as a member of the document's
+    top-level object: each artifact's members (``orjson``), then its ``data`` from its
+    Blob when ``inline`` (streamed when large), ``null`` when the bytes live beside the
+    document. A small artifact's bytes are escaped as they are (:func:`utf8_string_body`)
+    or encoded, never decoded into a ``str`` for ``orjson`` to encode again."""
+    dumps, indent = orjson.dumps, orjson.OPT_INDENT_2
+    sep = b"["
+    for meta, blob in artifact_dicts(artifacts, _INLINE_BELOW):
+        # the members without the closing brace, moved right to their place, then data's
+        members = dumps(meta, option=indent)[:-2].replace(b"\n", b"\n    ")
+        head = b"".join((sep, b"\n    ", members, b',\n      "data": '))
+        sep = b","
+        if not inline or blob is None:
+            yield head + b"null\n    }"
+        elif blob.size < _INLINE_BELOW:
+            data = blob.read()
+            base64_data = meta["encoding"] == "base64"
+            body = base64.b64encode(data) if base64_data else utf8_string_body(data)
+            yield b"".join((head, b'"', body, b'"\n    }'))
+        else:
+            yield head
+            yield from _data_pieces(blob, meta["encoding"])
+            yield b"\n    }"
+    yield b"[]" if sep == b"[" else b"\n  ]"
 
 
 def _head(snapshot: Snapshot) -> dict[str, Any]:
@@ -111,10 +126,7 @@ def write(snapshot: Snapshot, stream: BinaryIO, *, inline_artifacts: bool = True
     doc["records"] = records_value(snapshot.records)
     if snapshot.children:
         doc["children"] = Items(_child(child) for child in snapshot.children)
-    doc["artifacts"] = Items(
-        _artifact(meta, blob, inline_artifacts)
-        for meta, blob in artifact_dicts(snapshot.artifacts, _INLINE_BELOW)
-    )
+    doc["artifacts"] = Raw(_artifact_pieces(snapshot.artifacts, inline_artifacts))
     ordered = Members((name, doc[name]) for name in type(snapshot).model_fields if name in doc)
     for chunk in json_chunks(ordered):
         stream.write(chunk)

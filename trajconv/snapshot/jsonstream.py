@@ -38,6 +38,7 @@ class Raw:
 
 _NOT_CONTROL = bytes(range(0x20, 0x100))
 _SHORT_ESCAPES = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r"}
+_ESCAPES = {code: _SHORT_ESCAPES.get(code) or b"\\u%04x" % code for code in range(0x20)}
 
 
 def utf8_string_body(data: bytes) -> bytes:
@@ -50,12 +51,14 @@ def utf8_string_body(data: bytes) -> bytes:
     piece by piece into pieces that concatenate. ``tests/core/test_canonical.py`` checks
     it against ``orjson``.
     """
-    if b"\\" in data:
-        data = data.replace(b"\\", b"\\\\")
-    if b'"' in data:
-        data = data.replace(b'"', b'\\"')
-    for code in set(data.translate(None, _NOT_CONTROL)):
-        data = data.replace(bytes((code,)), _SHORT_ESCAPES.get(code) or b"\\u%04x" % code)
+    # (``replace`` gives ``data`` itself when there is nothing to replace: no search first)
+    data = data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+    controls = data.translate(None, _NOT_CONTROL)
+    if controls:
+        if controls.count(b"\n") == len(controls):  # only newlines: a JSONL file
+            return data.replace(b"\n", b"\\n")
+        for code in set(controls):
+            data = data.replace(bytes((code,)), _ESCAPES[code])
     return data
 
 
@@ -103,12 +106,20 @@ def _indented(value: Any, depth: int) -> Iterator[bytes]:
 
 
 def json_chunks(value: Any, size: int = 1 << 20) -> Iterator[bytes]:
-    """``orjson.dumps(value, option=OPT_INDENT_2)`` in chunks of about ``size`` bytes, with
+    """``orjson.dumps(value, option=OPT_INDENT_2)`` in chunks of about ``size`` bytes (a
+    larger piece as it comes, not copied into a chunk), with
     :class:`Members` and :class:`Items` parts streamed as they come (:class:`Raw` members
     as given)."""
     buf: list[bytes] = []
     held = 0
     for piece in _indented(value, 0):
+        if len(piece) >= size:  # a large piece (a slice of records, of an artifact) as it is
+            if buf:
+                yield b"".join(buf)
+                buf.clear()
+                held = 0
+            yield piece
+            continue
         buf.append(piece)
         held += len(piece)
         if held >= size:
