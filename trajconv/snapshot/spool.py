@@ -409,6 +409,10 @@ class ArtifactTable:
         return array("q", sorted(range(len(self._names)), key=self._names.__getitem__))
 
 
+_READ_AHEAD = 1 << 14
+"""The first read-ahead of small artifacts that follow each other (ArtifactLog.dicts)."""
+
+
 class ArtifactLog(_MadeWhenUsed["Artifact"]):
     """A built Snapshot's artifacts, sorted by name, made into models when used."""
 
@@ -445,26 +449,35 @@ class ArtifactLog(_MadeWhenUsed["Artifact"]):
         """Each artifact's members (``data`` aside) and its bytes, in name order, no model.
 
         An artifact smaller than ``read_below`` comes as bytes read here, through one open
-        file per spool file (a Cursor chat has 80,000 small artifacts in one pack).
+        file per spool file (a Cursor chat has 80,000 small artifacts in one pack); where
+        they follow each other in their file as in name order (an OpenHands session's event
+        files), they are read ahead in growing spans (:meth:`_read_small`), not one by one.
         """
         files: dict[int, int] = {}
+        spans: dict[int, list[Any]] = {}
+        table = self._table  # its columns read here: ArtifactTable.entry for each was a third
+        names, media, base64s, numbers = table._names, table._media, table._base64, table._numbers
+        digests = table._sha
         try:
             for i in self._order:
-                name, media_type, sha256, size, encoding, file, offset = self._table.entry(i)
+                name, size, file, offset = names[i], numbers[3 * i], *numbers[3 * i + 1 : 3 * i + 3]
                 meta = {
                     "name": name,
-                    "media_type": media_type,
-                    "sha256": sha256,
+                    "media_type": media[i],
+                    "sha256": digests[32 * i : 32 * i + 32].hex(),
                     "size": size,
-                    "encoding": encoding,
+                    "encoding": "base64" if base64s[i] else "utf8",
                 }
                 if size < read_below:
-                    fd = files.get(file)
-                    if fd is None:
+                    span = spans.get(file)
+                    if span is None:
                         fd = files[file] = os.open(self._paths[file], os.O_RDONLY)
-                    data = os.pread(fd, size, offset)
-                    if len(data) != size:
-                        raise OSError(f"{self._paths[file]}: ends short of artifact {name}")
+                        span = spans[file] = [fd, -1, b"", 0]
+                    at = offset - span[1]
+                    if at >= 0 and at + size <= len(span[2]):
+                        data = span[2][at : at + size]
+                    else:
+                        data = self._read_small(span, offset, size, name, file)
                     yield meta, Blob.from_bytes(data)
                 else:
                     path = self._paths[file]
@@ -472,6 +485,20 @@ class ArtifactLog(_MadeWhenUsed["Artifact"]):
         finally:
             for fd in files.values():
                 os.close(fd)
+
+    def _read_small(self, span: list[Any], offset: int, size: int, name: str, file: int) -> bytes:
+        """The bytes of a small artifact not in ``span`` (file descriptor, start and bytes
+        of the last read of its file, how far it read ahead): read alone, or, when it
+        starts in the last read or where it ended, with the bytes after it (twice as many
+        each time, up to CHUNK; a read out of order reads no more than the artifact)."""
+        fd, start, held, ahead = span
+        follows = start <= offset <= start + len(held)
+        ahead = min(max(2 * ahead, _READ_AHEAD), CHUNK) if follows else 0
+        data = os.pread(fd, max(size, ahead), offset)
+        if len(data) < size:
+            raise OSError(f"{self._paths[file]}: ends short of artifact {name}")
+        span[1:] = [offset, data, ahead]
+        return data if len(data) == size else data[:size]
 
     def metadata(self) -> Iterator[dict[str, Any]]:
         """name, sha256 and size of each artifact (what the Snapshot id hashes) and its
