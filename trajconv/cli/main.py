@@ -509,11 +509,12 @@ _OWNS_PROCESS = False
 
 
 def _imports_settled() -> None:
-    """What a command imported before its work (pydantic, the Snapshot models, find, the
-    store) lives until the process ends: keep it out of the collector's full passes, which
-    otherwise walk it again while a reader allocates (some 5% of a 10 MB read; issue 38).
-    Only in trajconv's own process: frozen objects are never collected, which a caller
-    invoking the commands in its process (click's test runner) would not want."""
+    """What a command imported before its work (pydantic and the Snapshot models, with
+    ``trajconv.api`` or ``trajconv.snapshot.io``; click) lives until the process ends:
+    keep it out of the collector's full passes, which otherwise walk it again while a
+    reader allocates (some 5% of a 10 MB read; issue 38). Only in trajconv's own process:
+    frozen objects are never collected, which a caller invoking the commands in its
+    process (click's test runner) would not want."""
     if _OWNS_PROCESS:
         gc.freeze()
 
@@ -531,13 +532,13 @@ def _say(note: str | None) -> None:
 @write_options
 def write(target: str, snapshot: Path, out: Path, as_json: bool, **kw: Any) -> None:
     """Write a Snapshot as an export for another harness (native files + prepare.py)."""
-    import trajconv
+    from trajconv import api
     from trajconv.store import load_input  # the store itself only for a stored one
 
     _imports_settled()
     snap = load_input(snapshot)  # a Snapshot in a store gets its artifacts from the store
     lossy = kw.pop("allow_lossy")
-    export = trajconv.write(snap, target, out, allow_lossy=lossy, **_write_opts_for(target, kw))
+    export = api.write(snap, target, out, allow_lossy=lossy, **_write_opts_for(target, kw))
     _report_export(export, as_json, allow_lossy=lossy)
 
 
@@ -620,8 +621,7 @@ def convert(
     """
     import tempfile
 
-    import trajconv
-    from trajconv import find
+    from trajconv import api, find
 
     _imports_settled()
     if out is None and not install:
@@ -658,7 +658,7 @@ def convert(
                 _dump_snapshot(snap, snapshot_out, force)
             where = scratch / "export" if scratch is not None else out
             assert where is not None  # no -o is a usage error without --install
-            export = trajconv.write(snap, target, where, allow_lossy=lossy, **opts)
+            export = api.write(snap, target, where, allow_lossy=lossy, **opts)
         _report_export(export, as_json, snap, allow_lossy=lossy, kept=scratch is None)
         if install:
             _install(export, home, as_json)
