@@ -462,3 +462,50 @@ def test_a_file_system_without_locks_still_spools(
     assert [r.text for r in snap.records] == ["hi"]
     _backdate(b._spool.dir)
     assert sweep(tmp_path) == []  # it cannot lock the folder either, so it leaves it
+
+
+@pytest.mark.parametrize("order", ["in name order", "reversed", "shuffled"])
+def test_small_artifacts_read_ahead_come_back_byte_for_byte(order: str) -> None:
+    """ArtifactLog.dicts reads small artifacts that follow each other in their spool file
+    in growing spans: each comes back with its own bytes and members, whatever the order
+    they were added in (out of order, each is read alone), large ones between them too."""
+    import random
+
+    names = [f"events/{i:05d}.json" for i in range(600)]
+    added = {
+        "in name order": names,
+        "reversed": names[::-1],
+        "shuffled": random.Random(7).sample(names, len(names)),
+    }[order]
+    b = _builder()
+    for i, name in enumerate(added):
+        size = 3 + (i * 37) % 900  # spans end inside artifacts and between them
+        b.add_artifact(name, "application/json", (b'{"n":%d}' % i).ljust(size, b" "))
+        if i % 150 == 75:
+            b.add_artifact(f"{name}.big", "text/plain", b"x" * (CHUNK + 3))
+    snap = b.build()
+    got = list(snap.artifacts.dicts(1 << 16))  # type: ignore[attr-defined]
+    assert [meta["name"] for meta, _ in got] == [a.name for a in snap.artifacts]
+    for (meta, blob), art in zip(got, snap.artifacts, strict=True):
+        data = blob.read()
+        assert data == art.read()
+        assert meta == {
+            "name": art.name,
+            "media_type": art.media_type,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "size": len(data),
+            "encoding": art.encoding,
+        }
+    assert io.dumps(snap) == _reference(snap)
+
+
+def test_a_spool_file_cut_short_names_the_artifact_it_lacks() -> None:
+    b = _builder()
+    for i in range(20):
+        b.add_artifact(f"a{i:02d}.txt", "text/plain", b"%02d" % i * 50)
+    snap = b.build()
+    paths = {Path(p) for p in snap.artifacts._paths}  # type: ignore[attr-defined]
+    for path in paths:
+        os.truncate(path, 1000)  # 10 of the 20 artifacts (100 bytes each) are whole
+    with pytest.raises(OSError, match=r"ends short of artifact a10\.txt"):
+        list(snap.artifacts.dicts(1 << 16))  # type: ignore[attr-defined]
